@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    mcpjail::cli::main_proxy()
+}

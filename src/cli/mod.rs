@@ -1,0 +1,213 @@
+//! Command-line definitions and the command functions the binaries call.
+//!
+//! Three layers, as in uv: clap structs (here) → resolved settings → a command function that
+//! calls the library. Each subcommand lives in its own file and owns its `Args` struct and its
+//! `run` function; the library modules never see clap types.
+//!
+//! Exit codes: 0 ok, 1 refused or user error ([`UserError`] anywhere in the error chain),
+//! 2 internal error, or the server child's own status for the proxy.
+
+pub mod demo;
+pub mod doctor;
+pub mod install;
+pub mod pin;
+pub mod policy;
+pub mod proxy;
+
+use std::fmt;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Flags every command accepts.
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// More diagnostics on stderr (repeat for more).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Only errors on stderr.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// When to use colour on stderr.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorChoice {
+    /// Resolve once: `auto` means "only when stderr is a terminal and NO_COLOR is unset".
+    pub fn use_color_on_stderr(self) -> bool {
+        use std::io::IsTerminal;
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal()
+            }
+        }
+    }
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcpjail",
+    version,
+    about = "Confine local MCP servers to the files their tools declare"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a server behind the checking, jailing proxy (same as `mcpjail-proxy`).
+    Proxy(proxy::ProxyArgs),
+    /// Show the proxy allowing and denying calls against a built-in server (needs nothing external).
+    Demo(demo::DemoArgs),
+    /// Report what this kernel can enforce (Landlock ABI, seccomp, ...).
+    Doctor(doctor::DoctorArgs),
+    /// Wrap every local MCP server in every client config in `mcpjail-proxy`.
+    Install(install::InstallArgs),
+    /// Undo `mcpjail install` exactly.
+    Uninstall(install::UninstallArgs),
+    /// List every MCP server in every client config and whether it is wrapped.
+    Status(install::StatusArgs),
+    /// Derive, show and export policies.
+    #[command(subcommand)]
+    Policy(policy::PolicyCommand),
+    /// List and approve pinned tool definitions (rug-pull detection).
+    #[command(subcommand)]
+    Pin(pin::PinCommand),
+}
+
+/// The `mcpjail-proxy` binary: the proxy arguments at top level.
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcpjail-proxy",
+    version,
+    about = "Run an MCP server behind the checking, jailing proxy"
+)]
+pub struct ProxyCli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(flatten)]
+    pub args: proxy::ProxyArgs,
+}
+
+/// An error that is the user's to fix (bad flag, bad file, refused action): exit status 1.
+#[derive(Debug)]
+pub struct UserError {
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl UserError {
+    pub fn new(message: impl Into<String>) -> Self {
+        UserError {
+            message: message.into(),
+            hint: None,
+        }
+    }
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+impl fmt::Display for UserError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.message)?;
+        if let Some(hint) = &self.hint {
+            write!(f, "\nhint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for UserError {}
+
+/// Set up `tracing` on stderr. `MCPJAIL_LOG` (then `RUST_LOG`) overrides the `-v/-q` default.
+pub fn init_tracing(global: &GlobalArgs) {
+    let default = if global.quiet {
+        "error"
+    } else {
+        match global.verbose {
+            0 => "warn",
+            1 => "info",
+            2 => "debug",
+            _ => "trace",
+        }
+    };
+    let filter = std::env::var("MCPJAIL_LOG")
+        .or_else(|_| std::env::var("RUST_LOG"))
+        .unwrap_or_else(|_| default.to_string());
+    let filter = tracing_subscriber::EnvFilter::try_new(&filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(global.color.use_color_on_stderr())
+        .with_target(false)
+        .try_init();
+}
+
+/// Print an error chain once, the way ripgrep does, and pick the exit status.
+pub fn report_error(program: &str, err: &anyhow::Error) -> ExitCode {
+    // A closed stdout (e.g. piped into `head`) is not a failure.
+    for cause in err.chain() {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::BrokenPipe {
+                return ExitCode::SUCCESS;
+            }
+        }
+    }
+    let mut text = format!("{program}: {err}");
+    for cause in err.chain().skip(1) {
+        text.push_str(&format!("\n  caused by: {cause}"));
+    }
+    eprintln!("{text}");
+    if err.chain().any(|c| c.downcast_ref::<UserError>().is_some()) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::from(2)
+    }
+}
+
+/// Entry point of the `mcpjail` binary.
+pub fn main_mcpjail() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(&cli.global);
+    let result = match cli.command {
+        Command::Proxy(args) => proxy::run(args, &cli.global),
+        Command::Demo(args) => demo::run(args, &cli.global),
+        Command::Doctor(args) => doctor::run(args, &cli.global),
+        Command::Install(args) => install::run_install(args, &cli.global),
+        Command::Uninstall(args) => install::run_uninstall(args, &cli.global),
+        Command::Status(args) => install::run_status(args, &cli.global),
+        Command::Policy(cmd) => policy::run(cmd, &cli.global),
+        Command::Pin(cmd) => pin::run(cmd, &cli.global),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => report_error("mcpjail", &err),
+    }
+}
+
+/// Entry point of the `mcpjail-proxy` binary.
+pub fn main_proxy() -> ExitCode {
+    let cli = ProxyCli::parse();
+    init_tracing(&cli.global);
+    match proxy::run(cli.args, &cli.global) {
+        Ok(code) => code,
+        Err(err) => report_error("mcpjail-proxy", &err),
+    }
+}

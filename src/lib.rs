@@ -1,0 +1,22 @@
+//! mcpjail confines local (stdio) MCP servers to the files their tools declare.
+//!
+//! The crate is one library with thin binaries on top. Data flows one way:
+//!
+//! ```text
+//!   cli ──► policy (what is allowed) ──► sandbox (how the kernel enforces it)
+//!                                    └─► proxy   (how each message is checked)
+//! ```
+//!
+//! * [`policy`] owns the Scope model, path resolution and path-argument detection. Both the
+//!   proxy's argument checks and the kernel rules are generated from the same [`policy::Scope`],
+//!   so the two layers never disagree.
+//! * [`proxy`] is the stdio MCP proxy: framing, routing, call checks, denials, live log.
+//! * [`sandbox`] turns a Scope into Landlock + seccomp rules (Linux) or a Seatbelt profile (macOS).
+//! * [`clients`] finds and rewrites MCP client configs byte-preservingly (`mcpjail install`).
+//! * [`cli`] holds the argument definitions and command functions the binaries call.
+
+pub mod cli;
+pub mod clients;
+pub mod policy;
+pub mod proxy;
+pub mod sandbox;

@@ -1,0 +1,51 @@
+//! The [`Scope`] data type shared by the proxy and the sandbox.
+
+use std::path::PathBuf;
+
+/// Where a scope entry came from, so `--log` and `policy derive` can explain every grant.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
+pub enum ScopeSource {
+    /// An explicit policy file (path of the file).
+    PolicyFile(PathBuf),
+    /// A path in the server's own argv (the argument as written).
+    Argv(String),
+    /// Derived from a tool schema (tool name).
+    Schema(String),
+    /// The client's `roots/list` reply.
+    ClientRoots,
+    /// `--allow-read` / `--allow-write` on this process only.
+    Flag,
+    /// The server's runtime (interpreter, install tree, system libraries).
+    Runtime,
+}
+
+/// One canonical absolute path prefix and why it is granted.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ScopeEntry {
+    pub path: PathBuf,
+    pub source: ScopeSource,
+}
+
+/// Network rules. Off (deny all) by default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct NetRules {
+    /// `--allow-net`: turn every network rule off (documented trade-off).
+    pub allow_all: bool,
+    pub tcp_connect_ports: Vec<u16>,
+    pub tcp_bind_ports: Vec<u16>,
+}
+
+/// What a server may touch. `write` implies read. Paths are canonical and absolute.
+///
+/// Allow checks are component-wise prefix checks (`/home/u/proj` does not cover `/home/u/projX`);
+/// `deny` globs always win over allows.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Scope {
+    pub read: Vec<ScopeEntry>,
+    pub write: Vec<ScopeEntry>,
+    pub exec: Vec<ScopeEntry>,
+    /// Deny glob patterns (always-denied credentials plus policy-file `deny`).
+    pub deny: Vec<String>,
+    pub net: NetRules,
+}
