@@ -5,9 +5,21 @@
 //! goes through this module: the proxy's argument checks and the sandbox's kernel rules are both
 //! generated from one Scope, so they cannot disagree.
 //!
-//! This module must not do I/O beyond reading the filesystem metadata needed to canonicalize
-//! paths and reading policy files; it never spawns processes or talks MCP.
+//! * [`resolve`] — the one path-resolution function everything uses (`file://`, `~`, relative,
+//!   symlinks, not-yet-existing targets, `..`, NUL).
+//! * [`detect`] — which tool arguments carry paths (schema names, `format`, value heuristics).
+//! * [`scope`] — the Scope type and its allow/deny checks.
+//! * [`derive`] — building a Scope from policy file, argv, flags and client roots.
+//!
+//! This module must not do I/O beyond filesystem metadata needed to canonicalize paths and
+//! reading policy files; it never spawns processes or talks MCP.
 
-mod scope;
+pub mod derive;
+pub mod detect;
+pub mod resolve;
+pub mod scope;
 
-pub use scope::{NetRules, Scope, ScopeEntry, ScopeSource};
+pub use derive::{derive_scope, DeriveError, DeriveInputs, Derived};
+pub use detect::{find_path_arguments, PathArgument, ToolInfo};
+pub use resolve::{resolve, ResolveContext, ResolveError};
+pub use scope::{Access, Denial, DenyReason, NetRules, Scope, ScopeEntry, ScopeSource};

@@ -49,3 +49,58 @@ pub struct Scope {
     pub deny: Vec<String>,
     pub net: NetRules,
 }
+
+/// What an access needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    Read,
+    Write,
+}
+
+/// Why a path was refused.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
+pub enum DenyReason {
+    /// Outside every allowed root for this access.
+    OutsideScope,
+    /// Matches an always-denied or policy deny glob (the pattern).
+    DeniedPattern(String),
+    /// A write by a tool the server declares read-only.
+    ReadOnlyTool,
+}
+
+/// A refused path, with everything a message to the model needs.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Denial {
+    pub path: PathBuf,
+    pub access: Access,
+    pub reason: DenyReason,
+}
+
+impl Scope {
+    /// Is `path` (already resolved, canonical) allowed for `access`? Deny globs win over allows;
+    /// allow checks are component-wise prefix checks.
+    pub fn check(&self, path: &std::path::Path, access: Access) -> Result<(), Denial> {
+        let _ = (path, access);
+        todo!("policy work")
+    }
+
+    /// The roots a model may use for `access`, for denial messages.
+    pub fn roots(&self, access: Access) -> Vec<PathBuf> {
+        let _ = access;
+        todo!("policy work")
+    }
+
+    /// A copy narrowed to what lies under `roots` (the client's `roots/list`): never wider.
+    pub fn narrowed_to(&self, roots: &[PathBuf]) -> Scope {
+        let _ = roots;
+        todo!("policy work")
+    }
+
+    /// Is `other` strictly narrower than or equal to `self` (so a respawn would narrow)?
+    pub fn covers(&self, other: &Scope) -> bool {
+        let _ = other;
+        todo!("policy work")
+    }
+}
