@@ -114,7 +114,7 @@ async fn run(command: &[String], scope_dir: &Path, jailed: bool, paths: &[PathBu
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
 
-    let mut call = |id: u64, method: &str, params: Value| {
+    let call = |id: u64, method: &str, params: Value| {
         format!(
             "{}\n",
             json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})

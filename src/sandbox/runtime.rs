@@ -243,10 +243,11 @@ pub fn is_pyenv_shims_dir(dir: &Path) -> bool {
 }
 
 fn is_pyenv_shim(path: &Path) -> bool {
-    if !path
+    let in_shims_dir = path
         .parent()
-        .is_some_and(|d| d.file_name().is_some_and(|n| n == "shims"))
-    {
+        .and_then(Path::file_name)
+        .is_some_and(|n| n == "shims");
+    if !in_shims_dir {
         return false;
     }
     let mut buf = [0u8; 1024];
