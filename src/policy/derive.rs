@@ -45,9 +45,6 @@ pub struct DeriveInputs {
     /// `--allow-read` / `--allow-write` (ephemeral).
     pub allow_read: Vec<PathBuf>,
     pub allow_write: Vec<PathBuf>,
-    /// The environment the server will run with (added by the policy work). Only variables whose
-    /// names say they hold a path are looked at; see the module docs.
-    pub env: Vec<(String, String)>,
 }
 
 /// The derived scope plus notes worth telling the user (argv paths that do not exist, ...).
@@ -242,8 +239,22 @@ pub fn always_denied(home: Option<&Path>) -> Vec<String> {
     out
 }
 
-/// Derive the Scope for a server (see DESIGN.md "Derivation" and the module docs).
+/// Derive the Scope for a server (see DESIGN.md "Derivation" and the module docs). The server's
+/// environment is taken to be this process's (the proxy passes its own environment on);
+/// [`derive_scope_with_env`] takes it explicitly.
 pub fn derive_scope(inputs: &DeriveInputs) -> Result<Derived, DeriveError> {
+    let env: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    derive_scope_with_env(inputs, &env)
+}
+
+/// [`derive_scope`] with the server's environment given: only variables whose names say they
+/// hold a path are looked at (see the module docs).
+pub fn derive_scope_with_env(
+    inputs: &DeriveInputs,
+    env: &[(String, String)],
+) -> Result<Derived, DeriveError> {
     let ctx = ResolveContext {
         cwd: inputs.cwd.clone(),
         home: inputs.home.clone(),
@@ -339,7 +350,7 @@ pub fn derive_scope(inputs: &DeriveInputs) -> Result<Derived, DeriveError> {
     notes.extend(analysis.notes);
 
     // 3. Environment variables that name paths.
-    for (key, value) in &inputs.env {
+    for (key, value) in env {
         if let Some((path, note)) = env_path(key, value, &ctx) {
             notes.push(note);
             push_entry(
@@ -848,6 +859,11 @@ mod tests {
         }
     }
 
+    /// Derivation without this test process's environment.
+    fn derive(i: &DeriveInputs) -> Result<Derived, DeriveError> {
+        derive_scope_with_env(i, &[])
+    }
+
     fn paths(entries: &[ScopeEntry]) -> Vec<PathBuf> {
         entries.iter().map(|e| e.path.clone()).collect()
     }
@@ -856,7 +872,7 @@ mod tests {
     fn node_server_dirs_become_write_scope_runtime_does_not() {
         let f = fx();
         let bin = f.root.join("app/node_modules/.bin/server");
-        let d = derive_scope(&inputs(
+        let d = derive(&inputs(
             &f,
             vec![
                 "node".into(),
@@ -901,7 +917,7 @@ mod tests {
             .join("venv/bin/python")
             .to_string_lossy()
             .into_owned();
-        let d = derive_scope(&inputs(
+        let d = derive(&inputs(
             &f,
             vec![py.clone(), "server.py".into(), "../data".into()],
         ))
@@ -911,7 +927,7 @@ mod tests {
         assert!(exec.contains(&f.root.join("venv")), "{exec:?}");
         assert!(exec.contains(&f.root.join("proj/server.py")), "{exec:?}");
         // `-m module`: the next word is a module, the rest are server args.
-        let d = derive_scope(&inputs(
+        let d = derive(&inputs(
             &f,
             vec![
                 py,
@@ -928,7 +944,7 @@ mod tests {
     #[test]
     fn package_runners_and_native_programs() {
         let f = fx();
-        let d = derive_scope(&inputs(
+        let d = derive(&inputs(
             &f,
             s(&[
                 "npx",
@@ -939,14 +955,14 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(paths(&d.scope.write), vec![f.root.join("data")]);
-        let d = derive_scope(&inputs(
+        let d = derive(&inputs(
             &f,
             s(&["uvx", "--from", "x", "mcp-server-git", "--repository", "."]),
         ))
         .unwrap();
         assert_eq!(paths(&d.scope.write), vec![f.root.join("proj")]);
         // A native program: every argument is the server's.
-        let d = derive_scope(&inputs(&f, s(&["/bin/true", "../data/notes.txt"]))).unwrap();
+        let d = derive(&inputs(&f, s(&["/bin/true", "../data/notes.txt"]))).unwrap();
         assert_eq!(paths(&d.scope.write), vec![f.root.join("data/notes.txt")]);
         assert!(paths(&d.scope.exec).iter().any(|p| p.ends_with("true")));
     }
@@ -963,7 +979,7 @@ mod tests {
         let mut i = inputs(&f, s(&["/bin/true", "."]));
         i.policy_file = Some(pol.clone());
         i.allow_read = vec![PathBuf::from("../app")];
-        let d = derive_scope(&i).unwrap();
+        let d = derive(&i).unwrap();
         assert_eq!(
             paths(&d.scope.read),
             vec![f.root.join("data"), f.root.join("app")]
@@ -1003,7 +1019,7 @@ mod tests {
         std::fs::write(&path, "write = [\"/tmp\"]\n").unwrap();
         let mut i = inputs(&f, s(&["/bin/true"]));
         i.name = "srv".into();
-        let d = derive_scope(&i).unwrap();
+        let d = derive(&i).unwrap();
         assert_eq!(d.policy_file, Some(path));
         assert_eq!(
             paths(&d.scope.write),
@@ -1016,9 +1032,9 @@ mod tests {
     #[test]
     fn env_paths() {
         let f = fx();
-        let mut i = inputs(&f, s(&["/bin/true"]));
+        let i = inputs(&f, s(&["/bin/true"]));
         let mem = f.root.join("data/memory.json");
-        i.env = vec![
+        let env: Vec<(String, String)> = vec![
             ("MEMORY_FILE_PATH".into(), mem.to_string_lossy().into()),
             ("HOME".into(), f.root.join("home").to_string_lossy().into()),
             ("PATH".into(), "/usr/bin:/bin".into()),
@@ -1028,7 +1044,7 @@ mod tests {
                 f.root.join("home/notes.md").to_string_lossy().into(),
             ),
         ];
-        let d = derive_scope(&i).unwrap();
+        let d = derive_scope_with_env(&i, &env).unwrap();
         assert_eq!(
             paths(&d.scope.write),
             vec![f.root.join("data"), f.root.join("home/notes.md")]

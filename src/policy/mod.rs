@@ -23,8 +23,8 @@ pub mod scope;
 
 pub use check::{access_for, check_argument, check_argument_with, ArgumentDenial};
 pub use derive::{
-    always_denied, default_policy_path, derive_scope, runtime_paths, DeriveError, DeriveInputs,
-    Derived, PolicyFile, ToolPolicy,
+    always_denied, default_policy_path, derive_scope, derive_scope_with_env, runtime_paths,
+    DeriveError, DeriveInputs, Derived, PolicyFile, ToolPolicy,
 };
 pub use detect::{
     find_path_arguments, scan_arguments, ArgsTooComplex, Detection, PathArgument, ToolInfo,
