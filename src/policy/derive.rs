@@ -634,6 +634,85 @@ fn option_takes_value(launcher: Launcher, opt: &str) -> bool {
     }
 }
 
+/// Where an interpreter's own arguments end.
+struct LauncherSplit {
+    /// Indexes (into the launcher's arguments) of the script, package or option values that
+    /// name runtime files.
+    runtime_args: Vec<usize>,
+    /// The index of the first argument that is the server's own.
+    server_args_start: usize,
+}
+
+fn split_launcher_args(launcher: Launcher, args: &[String]) -> LauncherSplit {
+    let mut runtime_args = Vec::new();
+    let mut i = 0usize;
+    let runner = match launcher {
+        Launcher::Native => {
+            return LauncherSplit {
+                runtime_args,
+                server_args_start: 0,
+            }
+        }
+        Launcher::SubcommandThen(kind) => {
+            // Skip the subcommand word (`run`, `dlx`, `exec`, `x`).
+            if args.first().is_some_and(|a| !a.starts_with('-')) {
+                i = 1;
+            }
+            match kind {
+                Launcher2::Script => Launcher::Node,
+                Launcher2::Package => Launcher::PackageRunner,
+            }
+        }
+        other => other,
+    };
+    while i < args.len() {
+        let a = args[i].as_str();
+        if a == "--" {
+            i += 1;
+            break;
+        }
+        if !a.starts_with('-') || a == "-" {
+            break;
+        }
+        let inline_module = runner_is_python(runner) && a.starts_with("-m") && a.len() > 2;
+        let code_or_module = match runner {
+            Launcher::Node => matches!(a, "-e" | "--eval" | "-p" | "--print"),
+            Launcher::Python => matches!(a, "-c" | "-m") || inline_module,
+            Launcher::Shell => a == "-c",
+            _ => false,
+        };
+        if code_or_module {
+            // Code or a module name follows (or is attached: `-mpkg`); no script file.
+            let start = if inline_module { i + 1 } else { i + 2 };
+            return LauncherSplit {
+                runtime_args,
+                server_args_start: start.min(args.len()),
+            };
+        }
+        if option_takes_value(runner, a) {
+            if i + 1 < args.len() {
+                runtime_args.push(i + 1);
+            }
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    if i < args.len() {
+        // The script (or package) itself.
+        runtime_args.push(i);
+        i += 1;
+    }
+    LauncherSplit {
+        runtime_args,
+        server_args_start: i.min(args.len()),
+    }
+}
+
+fn runner_is_python(l: Launcher) -> bool {
+    matches!(l, Launcher::Python)
+}
+
 fn analyse_command(command: &[String], ctx: &ResolveContext) -> CommandAnalysis {
     let mut out = CommandAnalysis::default();
     let Some((program, args)) = command.split_first() else {
@@ -643,80 +722,16 @@ fn analyse_command(command: &[String], ctx: &ResolveContext) -> CommandAnalysis 
     if let Some(p) = &program_path {
         add_runtime(&mut out.runtime, p);
     }
-    let launcher = launcher_for(program);
-    // `node` on PATH may itself be a symlink to e.g. `/usr/bin/nodejs`; the name as typed decides.
-    let mut i = 0usize;
-    let mut server_args_start = 0usize;
-    match launcher {
-        Launcher::Native => {}
-        _ => {
-            let mut runner = launcher;
-            if let Launcher::SubcommandThen(kind) = launcher {
-                // Skip the subcommand word (`run`, `dlx`, `exec`, `x`).
-                if args.first().is_some_and(|a| !a.starts_with('-')) {
-                    i = 1;
-                }
-                runner = match kind {
-                    Launcher2::Script => Launcher::Node,
-                    Launcher2::Package => Launcher::PackageRunner,
-                };
-            }
-            while i < args.len() {
-                let a = &args[i];
-                if a == "--" {
-                    i += 1;
-                    break;
-                }
-                if !a.starts_with('-') || a == "-" {
-                    break;
-                }
-                let stop = match runner {
-                    Launcher::Node => matches!(a.as_str(), "-e" | "--eval" | "-p" | "--print"),
-                    Launcher::Python => {
-                        matches!(a.as_str(), "-c" | "-m") || a.starts_with("-m") && a.len() > 2
-                    }
-                    Launcher::Shell => a == "-c",
-                    _ => false,
-                };
-                if stop {
-                    // Code or a module name follows; it is runtime, the rest are server args.
-                    i += if a.len() > 2 && a.starts_with("-m") {
-                        1
-                    } else {
-                        2
-                    };
-                    server_args_start = i.min(args.len());
-                    i = usize::MAX;
-                    break;
-                }
-                if option_takes_value(runner, a) {
-                    if let Some(v) = args.get(i + 1) {
-                        if let Ok(p) = resolve(v, ctx) {
-                            if p.exists() {
-                                add_runtime(&mut out.runtime, &p);
-                            }
-                        }
-                    }
-                    i += 2;
-                } else {
-                    i += 1;
-                }
-            }
-            if i != usize::MAX {
-                if let Some(script) = args.get(i) {
-                    // The script (or package) itself: runtime.
-                    if let Ok(p) = resolve(script, ctx) {
-                        if p.exists() {
-                            add_runtime(&mut out.runtime, &p);
-                        }
-                    }
-                    server_args_start = i + 1;
-                } else {
-                    server_args_start = args.len();
-                }
+    // The name as typed decides the launcher (`node` may be a symlink to `nodejs`).
+    let split = split_launcher_args(launcher_for(program), args);
+    for i in split.runtime_args {
+        if let Ok(p) = resolve(&args[i], ctx) {
+            if p.exists() {
+                add_runtime(&mut out.runtime, &p);
             }
         }
     }
+    let server_args_start = split.server_args_start;
 
     for a in args.iter().skip(server_args_start) {
         let value = if a.starts_with('-') {
@@ -775,17 +790,59 @@ fn find_program(program: &str, cwd: &Path) -> Option<PathBuf> {
     None
 }
 
-/// Record `p` (as typed and canonical) and the install tree around it.
+/// Record `p` (as typed and canonical), the install tree around it, the prefix of a program in
+/// a `bin` directory (`/opt/py/bin/python3` → `/opt/py`, where its standard library lives) and
+/// the interpreter of a `#!` script.
 fn add_runtime(runtime: &mut Vec<PathBuf>, p: &Path) {
+    add_runtime_depth(runtime, p, 0);
+}
+
+fn add_runtime_depth(runtime: &mut Vec<PathBuf>, p: &Path, depth: usize) {
     let canonical = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    for candidate in [p.to_path_buf(), canonical] {
-        let root = install_root(&candidate).unwrap_or_else(|| candidate.clone());
+    let mut roots = Vec::new();
+    for candidate in [p.to_path_buf(), canonical.clone()] {
+        roots.push(install_root(&candidate).unwrap_or_else(|| candidate.clone()));
+    }
+    if let Some(prefix) = bin_prefix(&canonical) {
+        roots.push(prefix);
+    }
+    for root in roots {
         let root = std::fs::canonicalize(&root).unwrap_or(root);
         if !runtime.iter().any(|r| root.starts_with(r)) {
             runtime.retain(|r| !r.starts_with(&root));
             runtime.push(root);
         }
     }
+    // `#!/path/to/python` scripts (console entry points in a venv, `.bin/` shims): the
+    // interpreter is runtime too. One level is enough; a shebang chain is not followed further.
+    if depth == 0 {
+        if let Some(interp) = shebang_interpreter(&canonical) {
+            add_runtime_depth(runtime, &interp, depth + 1);
+        }
+    }
+}
+
+/// `<prefix>/bin/<program>` → `<prefix>`, unless the prefix is `/` (then nothing).
+fn bin_prefix(program: &Path) -> Option<PathBuf> {
+    let bin = program.parent()?;
+    if bin.file_name()? != "bin" {
+        return None;
+    }
+    let prefix = bin.parent()?;
+    (prefix.parent().is_some()).then(|| prefix.to_path_buf())
+}
+
+/// The absolute interpreter path of a `#!` script (not `/usr/bin/env`, which names no file).
+fn shebang_interpreter(script: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(script).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let end = line.iter().position(|&b| b == b'\n').unwrap_or(line.len());
+    let line = std::str::from_utf8(&line[..end]).ok()?.trim();
+    let interp = line.split_whitespace().next()?;
+    let path = PathBuf::from(interp);
+    (path.is_absolute() && !interp.ends_with("/env") && path.exists()).then_some(path)
 }
 
 /// The install tree a program or script lives in: the outermost `node_modules`, a venv (an
@@ -964,7 +1021,8 @@ mod tests {
         // A native program: every argument is the server's.
         let d = derive(&inputs(&f, s(&["/bin/true", "../data/notes.txt"]))).unwrap();
         assert_eq!(paths(&d.scope.write), vec![f.root.join("data/notes.txt")]);
-        assert!(paths(&d.scope.exec).iter().any(|p| p.ends_with("true")));
+        let true_bin = std::fs::canonicalize("/bin/true").unwrap();
+        assert!(paths(&d.scope.exec).iter().any(|p| true_bin.starts_with(p)));
     }
 
     #[test]
@@ -1102,6 +1160,28 @@ mod tests {
                 "{ok}"
             );
         }
+    }
+
+    #[test]
+    fn shebang_interpreter_and_prefix_are_runtime() {
+        let f = fx();
+        std::fs::create_dir_all(f.root.join("py/bin")).unwrap();
+        std::fs::create_dir_all(f.root.join("py/lib")).unwrap();
+        std::fs::write(f.root.join("py/bin/python3"), "").unwrap();
+        std::fs::write(
+            f.root.join("venv/bin/mcp-server-x"),
+            format!("#!{}\nimport x\n", f.root.join("py/bin/python3").display()),
+        )
+        .unwrap();
+        let rt = runtime_paths(
+            &[f.root
+                .join("venv/bin/mcp-server-x")
+                .to_string_lossy()
+                .into()],
+            &f.root,
+        );
+        assert!(rt.contains(&f.root.join("venv")), "{rt:?}");
+        assert!(rt.contains(&f.root.join("py")), "{rt:?}");
     }
 
     #[test]

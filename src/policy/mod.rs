@@ -11,13 +11,17 @@
 //! * [`scope`] — the Scope type and its allow/deny checks.
 //! * [`derive`] — building a Scope from policy file, argv, flags and client roots.
 //! * [`check`] — one path argument against a Scope (resolve, pick the access, check).
+//! * [`pins`] — tool pinning (rug-pull detection) and its state files.
+//! * [`export`] — the Scope in srt, nono and landrun formats.
 //!
-//! This module must not do I/O beyond filesystem metadata needed to canonicalize paths and
-//! reading policy files; it never spawns processes or talks MCP.
+//! This module must not do I/O beyond filesystem metadata needed to canonicalize paths,
+//! reading policy files and reading/writing pin files; it never spawns processes or talks MCP.
 
 pub mod check;
 pub mod derive;
 pub mod detect;
+pub mod export;
+pub mod pins;
 pub mod resolve;
 pub mod scope;
 
