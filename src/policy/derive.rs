@@ -11,10 +11,13 @@
 //!    inside the server's install tree (`node_modules`, a venv, `site-packages`), which are
 //!    runtime and go to `exec`. Arguments that look like paths but do not exist are reported in
 //!    `notes` and not granted. A policy file with `ignore_argv = true` skips this step;
-//! 3. environment variables the server gets whose *names* say they hold a path
-//!    (`MEMORY_FILE_PATH`, `DATA_DIR`, …; ambient ones like `HOME`, `PATH`, `XDG_*` are ignored):
-//!    a directory is granted, a file grants its directory (servers write a temp file next to it
-//!    and rename) unless that directory is `/` or the home directory, then only the file;
+//! 3. with [`derive_scope_with_env`], the environment variables the jail passes to the server
+//!    (`--env-keep`) whose *names* say they hold a path (`MEMORY_FILE_PATH`, `DATA_DIR`, …;
+//!    ambient ones like `HOME`, `PATH`, `XDG_*` and anything under `/etc`, `/usr`, … are
+//!    ignored): a directory is granted, a file grants its directory (servers write a temp file
+//!    next to it and rename) unless that directory is `/` or the home directory, then only the
+//!    file. The ambient environment is never used: a shell's `NIX_SSL_CERT_FILE` must not grant
+//!    `/etc/ssl/certs`;
 //! 4. `--allow-read` / `--allow-write` ([`ScopeSource::Flag`]).
 //!
 //! Tool schemas and client roots are applied later by the proxy (`ToolInfo`, `Scope::narrowed_to`).
@@ -239,18 +242,17 @@ pub fn always_denied(home: Option<&Path>) -> Vec<String> {
     out
 }
 
-/// Derive the Scope for a server (see DESIGN.md "Derivation" and the module docs). The server's
-/// environment is taken to be this process's (the proxy passes its own environment on);
-/// [`derive_scope_with_env`] takes it explicitly.
+/// Derive the Scope for a server (see DESIGN.md "Derivation" and the module docs), without
+/// looking at environment variables: the jail scrubs the server's environment, so only the
+/// variables it passes through (`--env-keep`) can name paths; give those to
+/// [`derive_scope_with_env`].
 pub fn derive_scope(inputs: &DeriveInputs) -> Result<Derived, DeriveError> {
-    let env: Vec<(String, String)> = std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .collect();
-    derive_scope_with_env(inputs, &env)
+    derive_scope_with_env(inputs, &[])
 }
 
-/// [`derive_scope`] with the server's environment given: only variables whose names say they
-/// hold a path are looked at (see the module docs).
+/// [`derive_scope`] plus the environment variables the server will really get (those the jail
+/// passes through). Only variables whose names say they hold a path are looked at (see the
+/// module docs); paths under system directories are never granted from the environment.
 pub fn derive_scope_with_env(
     inputs: &DeriveInputs,
     env: &[(String, String)],
@@ -483,6 +485,13 @@ fn env_path(key: &str, value: &str, ctx: &ResolveContext) -> Option<(PathBuf, St
         return None;
     }
     let path = resolve(value, ctx).ok()?;
+    const SYSTEM: &[&str] = &[
+        "/etc", "/usr", "/lib", "/lib64", "/bin", "/sbin", "/proc", "/sys", "/dev", "/boot",
+        "/run", "/var/lib", "/opt",
+    ];
+    if SYSTEM.iter().any(|d| path.starts_with(d)) || path == Path::new("/") {
+        return None;
+    }
     let names_file = path.is_file()
         || (!path.exists()
             && key_words
@@ -832,7 +841,8 @@ fn bin_prefix(program: &Path) -> Option<PathBuf> {
     (prefix.parent().is_some()).then(|| prefix.to_path_buf())
 }
 
-/// The absolute interpreter path of a `#!` script (not `/usr/bin/env`, which names no file).
+/// The interpreter of a `#!` script: its absolute path, or for `#!/usr/bin/env NAME` the
+/// `NAME` found on `PATH`.
 fn shebang_interpreter(script: &Path) -> Option<PathBuf> {
     use std::io::Read;
     let mut head = [0u8; 256];
@@ -840,9 +850,15 @@ fn shebang_interpreter(script: &Path) -> Option<PathBuf> {
     let line = head[..n].strip_prefix(b"#!")?;
     let end = line.iter().position(|&b| b == b'\n').unwrap_or(line.len());
     let line = std::str::from_utf8(&line[..end]).ok()?.trim();
-    let interp = line.split_whitespace().next()?;
+    let mut words = line.split_whitespace();
+    let interp = words.next()?;
+    if interp.ends_with("/env") {
+        // `#!/usr/bin/env [-S] node`: the program is looked up on PATH.
+        let name = words.find(|w| !w.starts_with('-'))?;
+        return find_program(name, Path::new("/"));
+    }
     let path = PathBuf::from(interp);
-    (path.is_absolute() && !interp.ends_with("/env") && path.exists()).then_some(path)
+    (path.is_absolute() && path.exists()).then_some(path)
 }
 
 /// The install tree a program or script lives in: the outermost `node_modules`, a venv (an
@@ -1097,6 +1113,10 @@ mod tests {
             ("HOME".into(), f.root.join("home").to_string_lossy().into()),
             ("PATH".into(), "/usr/bin:/bin".into()),
             ("API_TOKEN".into(), "/not/a/path".into()),
+            (
+                "NIX_SSL_CERT_FILE".into(),
+                "/etc/ssl/certs/ca-certificates.crt".into(),
+            ),
             (
                 "NOTES_FILE".into(),
                 f.root.join("home/notes.md").to_string_lossy().into(),
