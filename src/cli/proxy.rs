@@ -119,6 +119,7 @@ pub fn resolve_settings(
         policy_file: args.policy.clone(),
         allow_read: args.allow_read.clone(),
         allow_write: args.allow_write.clone(),
+        ..Default::default()
     })
     .map_err(|e| {
         super::UserError::new(format!("cannot derive the scope for `{name}`: {e}"))
