@@ -111,7 +111,10 @@ pub fn resolve_settings(
         .name
         .clone()
         .unwrap_or_else(|| crate::proxy::default_name(&args.command));
-    let derived = crate::policy::derive_scope(&crate::policy::DeriveInputs {
+    // `..Default::default()`: DeriveInputs grows fields (e.g. the server's environment) that
+    // the proxy need not know about.
+    #[allow(clippy::needless_update)]
+    let inputs = crate::policy::DeriveInputs {
         name: name.clone(),
         command: args.command.clone(),
         cwd: cwd.clone(),
@@ -120,8 +123,8 @@ pub fn resolve_settings(
         allow_read: args.allow_read.clone(),
         allow_write: args.allow_write.clone(),
         ..Default::default()
-    })
-    .map_err(|e| {
+    };
+    let derived = crate::policy::derive_scope(&inputs).map_err(|e| {
         super::UserError::new(format!("cannot derive the scope for `{name}`: {e}"))
             .with_hint("check the --policy file and the --allow-read/--allow-write paths")
     })?;
