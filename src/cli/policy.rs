@@ -258,23 +258,25 @@ fn run_export(args: ExportArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode>
     }
     let s = settings(&args.source, &args.command)?;
     let derived = derive(&args.source, &args.command, &s)?;
-    let export = match args.format {
-        ExportFormat::Srt => crate::policy::export::srt(&derived.scope, s.home.as_deref()),
-        ExportFormat::Nono => crate::policy::export::nono(&derived.scope, &s.name),
-        ExportFormat::Landrun => {
-            if args.command.is_empty() {
-                return Err(UserError::new("a landrun command line needs the server command")
-                    .with_hint("pass it after `--`: mcpjail policy export --format landrun -- COMMAND ARGS")
-                    .into());
-            }
-            crate::policy::export::landrun(&derived.scope, &args.command)
-        }
-        ExportFormat::Seatbelt => {
-            return Err(UserError::new("the Seatbelt export is not built yet")
-                .with_hint("it comes with the sandbox's Seatbelt generator; use --format srt|nono|landrun meanwhile")
-                .into())
-        }
+    if args.format == ExportFormat::Landrun && args.command.is_empty() {
+        return Err(
+            UserError::new("a landrun command line needs the server command")
+                .with_hint(
+                    "pass it after `--`: mcpjail policy export --format landrun -- COMMAND ARGS",
+                )
+                .into(),
+        );
+    }
+    let (runtime, runtime_notes) =
+        crate::policy::export::runtime_grants(&args.command, &s.cwd, derived.scope.net.allow_all);
+    use crate::policy::export as ex;
+    let mut export = match args.format {
+        ExportFormat::Srt => ex::srt(&derived.scope, &runtime, s.home.as_deref()),
+        ExportFormat::Nono => ex::nono(&derived.scope, &runtime, &s.name),
+        ExportFormat::Landrun => ex::landrun(&derived.scope, &runtime, &args.command),
+        ExportFormat::Seatbelt => ex::seatbelt(&derived.scope, &runtime),
     };
+    export.notes.extend(runtime_notes);
     if !global.quiet {
         for note in derived.notes.iter().chain(&export.notes) {
             eprintln!("note: {note}");

@@ -550,7 +550,9 @@ struct CommandAnalysis {
 pub fn runtime_paths(command: &[String], cwd: &Path) -> Vec<PathBuf> {
     let ctx = ResolveContext {
         cwd: cwd.to_path_buf(),
-        home: None,
+        home: std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from),
     };
     analyse_command(command, &ctx).runtime
 }
@@ -729,14 +731,14 @@ fn analyse_command(command: &[String], ctx: &ResolveContext) -> CommandAnalysis 
     };
     let program_path = find_program(program, &ctx.cwd);
     if let Some(p) = &program_path {
-        add_runtime(&mut out.runtime, p);
+        add_runtime(&mut out.runtime, p, ctx.home.as_deref());
     }
     // The name as typed decides the launcher (`node` may be a symlink to `nodejs`).
     let split = split_launcher_args(launcher_for(program), args);
     for i in split.runtime_args {
         if let Ok(p) = resolve(&args[i], ctx) {
             if p.exists() {
-                add_runtime(&mut out.runtime, &p);
+                add_runtime(&mut out.runtime, &p, ctx.home.as_deref());
             }
         }
     }
@@ -802,11 +804,15 @@ fn find_program(program: &str, cwd: &Path) -> Option<PathBuf> {
 /// Record `p` (as typed and canonical), the install tree around it, the prefix of a program in
 /// a `bin` directory (`/opt/py/bin/python3` → `/opt/py`, where its standard library lives) and
 /// the interpreter of a `#!` script.
-fn add_runtime(runtime: &mut Vec<PathBuf>, p: &Path) {
-    add_runtime_depth(runtime, p, 0);
+///
+/// Never `/`, the home directory or one of its ancestors: a prefix that wide (`~/bin/server`
+/// gives `~`) is replaced by the file it came from.
+fn add_runtime(runtime: &mut Vec<PathBuf>, p: &Path, home: Option<&Path>) {
+    let home = home.map(|h| std::fs::canonicalize(h).unwrap_or_else(|_| h.to_path_buf()));
+    add_runtime_depth(runtime, p, home.as_deref(), 0);
 }
 
-fn add_runtime_depth(runtime: &mut Vec<PathBuf>, p: &Path, depth: usize) {
+fn add_runtime_depth(runtime: &mut Vec<PathBuf>, p: &Path, home: Option<&Path>, depth: usize) {
     let canonical = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let mut roots = Vec::new();
     for candidate in [p.to_path_buf(), canonical.clone()] {
@@ -817,6 +823,8 @@ fn add_runtime_depth(runtime: &mut Vec<PathBuf>, p: &Path, depth: usize) {
     }
     for root in roots {
         let root = std::fs::canonicalize(&root).unwrap_or(root);
+        let too_wide = root.parent().is_none() || home.is_some_and(|h| h.starts_with(&root));
+        let root = if too_wide { canonical.clone() } else { root };
         if !runtime.iter().any(|r| root.starts_with(r)) {
             runtime.retain(|r| !r.starts_with(&root));
             runtime.push(root);
@@ -826,7 +834,7 @@ fn add_runtime_depth(runtime: &mut Vec<PathBuf>, p: &Path, depth: usize) {
     // interpreter is runtime too. One level is enough; a shebang chain is not followed further.
     if depth == 0 {
         if let Some(interp) = shebang_interpreter(&canonical) {
-            add_runtime_depth(runtime, &interp, depth + 1);
+            add_runtime_depth(runtime, &interp, home, depth + 1);
         }
     }
 }
@@ -1202,6 +1210,20 @@ mod tests {
         );
         assert!(rt.contains(&f.root.join("venv")), "{rt:?}");
         assert!(rt.contains(&f.root.join("py")), "{rt:?}");
+    }
+
+    #[test]
+    fn runtime_never_covers_home_or_root() {
+        let f = fx();
+        let home = f.root.join("home");
+        std::fs::create_dir_all(home.join("bin")).unwrap();
+        std::fs::write(home.join("bin/server"), "").unwrap();
+        let i = DeriveInputs {
+            command: vec![home.join("bin/server").to_string_lossy().into()],
+            ..inputs(&f, vec![])
+        };
+        let d = derive(&i).unwrap();
+        assert_eq!(paths(&d.scope.exec), vec![home.join("bin/server")]);
     }
 
     #[test]
