@@ -140,6 +140,19 @@ fn derive_server_filesystem() {
         .as_array()
         .unwrap()
         .contains(&json!(s(&root.join("home/.ssh")))));
+    // Derivation ran the server jailed, its scope granted read-only.
+    let grants = v["jail"]["grants"].as_array().unwrap();
+    let a = grants
+        .iter()
+        .find(|g| g["path"] == json!(s(&root.join("work/a"))))
+        .unwrap();
+    assert_eq!(a["access"], "read");
+    assert!(
+        !grants
+            .iter()
+            .any(|g| g["access"] == "read_write"
+                && g["path"].as_str().unwrap().starts_with(&s(&root)))
+    );
 }
 
 #[test]

@@ -210,13 +210,15 @@ fn run_derive(args: DeriveArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode>
         Duration::from_secs(args.timeout),
     ))?;
     let report = Report::new(&s, &args.command, &derived, &listing.tools);
+    let mut json_out = report.json();
+    json_out["jail"] = listing.jail;
     if !global.quiet {
         for note in &derived.notes {
             eprintln!("note: {note}");
         }
     }
     let text = match args.format {
-        DeriveFormat::Json => serde_json::to_string_pretty(&report.json())? + "\n",
+        DeriveFormat::Json => serde_json::to_string_pretty(&json_out)? + "\n",
         DeriveFormat::Toml => report.toml(),
     };
     if args.write {
@@ -289,9 +291,11 @@ fn run_export(args: ExportArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode>
     Ok(ExitCode::SUCCESS)
 }
 
-/// What the server said about itself.
+/// What the server said about itself, and how it was jailed while saying it.
 struct Listing {
     tools: Vec<Value>,
+    /// The jail's enforcement report and grants (JSON), for the derive report.
+    jail: Value,
 }
 
 /// Start the server and read every page of its `tools/list`.
@@ -321,6 +325,11 @@ async fn fetch_tools(
     };
     let jail = crate::sandbox::prepare(&jail_scope, command, cwd, &opts)
         .map_err(|e| UserError::new(format!("cannot start `{}`: {e}", command.join(" "))))?;
+    let jail_info = json!({
+        "note": "derive ran the server with its scope read-only",
+        "report": jail.report(),
+        "grants": jail.grants(),
+    });
     let mut cmd = jail.command();
     cmd.stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -390,7 +399,10 @@ async fn fetch_tools(
             "talking MCP to `{}`: {e}",
             command.join(" ")
         ))),
-        Ok(Ok(tools)) => Ok(Listing { tools }),
+        Ok(Ok(tools)) => Ok(Listing {
+            tools,
+            jail: jail_info,
+        }),
     }
 }
 

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::detect::{looks_like_path, words};
+use super::detect::{looks_like_path, words, ToolInfo};
 use super::resolve::{resolve, ResolveContext};
 use super::scope::{validate_deny_globs, ScopeEntry, ScopeSource};
 use super::Scope;
@@ -65,6 +65,15 @@ impl Derived {
     /// Does the policy file force `tool` read-only (whatever its annotations say)?
     pub fn tool_forced_read_only(&self, tool: &str) -> bool {
         self.tools.get(tool).is_some_and(|t| t.read_only)
+    }
+
+    /// Apply the policy file's per-tool settings to what `tools/list` said: a tool the file
+    /// marks read-only stays read-only even if the server stops saying so (call this on every
+    /// [`ToolInfo`] the proxy learns).
+    pub fn apply_tool_policy(&self, info: &mut ToolInfo) {
+        if self.tool_forced_read_only(&info.name) {
+            info.read_only = true;
+        }
     }
 }
 
@@ -1071,6 +1080,14 @@ mod tests {
         assert_eq!(paths(&d.scope.write), vec![f.root.join("home/w")]);
         assert!(d.scope.deny.contains(&"**/*.db".to_string()));
         assert!(d.tool_forced_read_only("write_file"));
+        let mut t = ToolInfo {
+            name: "write_file".into(),
+            path_args: vec!["/path".into()],
+            read_only: false,
+            weak_path_args: vec![],
+        };
+        d.apply_tool_policy(&mut t);
+        assert!(t.read_only);
         assert!(d.notes.iter().any(|n| n.contains("ignore_argv")));
         assert!(d.notes.iter().any(|n| n.contains("does not exist yet")));
     }
