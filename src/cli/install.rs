@@ -187,7 +187,7 @@ fn confirm(yes: bool, what: &str) -> anyhow::Result<bool> {
         .with_hint("review the diff above (or run with --dry-run), then re-run with --yes")
         .into());
     }
-    eprint!("{what} these changes? [y/N] ");
+    eprint!("Go ahead and {what} these files? [y/N] ");
     std::io::stderr().flush()?;
     let mut line = String::new();
     std::io::stdin().lock().read_line(&mut line)?;
@@ -199,6 +199,7 @@ fn commit_all(
     host: &HostEnv,
     plans: &[FilePlan],
     force: bool,
+    verb: &str,
     commit: impl Fn(&FilePlan) -> Result<(), clients::ClientsError>,
 ) -> usize {
     let mut failed = 0;
@@ -221,7 +222,7 @@ fn commit_all(
                 for note in &plan.notes {
                     eprintln!("note: {shown}: {note}");
                 }
-                eprintln!("wrote {shown} ({} servers)", plan.changes.len());
+                eprintln!("{verb} {shown} ({} servers)", plan.changes.len());
             }
             Err(e) => {
                 eprintln!("error: {shown}: {e}");
@@ -248,7 +249,7 @@ pub fn run_install(args: InstallArgs, global: &GlobalArgs) -> anyhow::Result<Exi
                     e.transport
                 );
             }
-            for w in &e.warnings {
+            for w in e.warnings.iter().filter(|_| e.wrappable()) {
                 eprintln!(
                     "warning: {} `{}`: {w}",
                     display_path(&host, &e.file),
@@ -267,12 +268,12 @@ pub fn run_install(args: InstallArgs, global: &GlobalArgs) -> anyhow::Result<Exi
     if args.dry_run {
         return Ok(exit_for(problems.len()));
     }
-    if !confirm(args.yes, "Write")? {
+    if !confirm(args.yes, "write")? {
         eprintln!("nothing written");
         return Ok(ExitCode::from(1));
     }
     let installs = host.installs_dir();
-    let failed = commit_all(&host, &plans, args.force, |plan| {
+    let failed = commit_all(&host, &plans, args.force, "wrapped", |plan| {
         apply::commit_install(plan, &installs).map(|_| ())
     });
     if failed == 0 && problems.is_empty() {
@@ -321,11 +322,17 @@ pub fn run_uninstall(args: UninstallArgs, global: &GlobalArgs) -> anyhow::Result
     if args.dry_run {
         return Ok(exit_for(problems.len()));
     }
-    if !confirm(args.yes, "Write")? {
+    if !confirm(args.yes, "write")? {
         eprintln!("nothing written");
         return Ok(ExitCode::from(1));
     }
-    let failed = commit_all(&host, &plans, args.force, apply::commit_uninstall);
+    let failed = commit_all(
+        &host,
+        &plans,
+        args.force,
+        "restored",
+        apply::commit_uninstall,
+    );
     Ok(exit_for(failed + problems.len()))
 }
 
