@@ -452,8 +452,24 @@ pub fn refusal(plan: &FilePlan) -> Option<String> {
     ))
 }
 
+/// The file must still hold the bytes the plan was made from: a client (or the user) writing
+/// it between planning and now would otherwise have its change overwritten.
+fn ensure_unchanged(plan: &FilePlan) -> Result<(), ClientsError> {
+    let current = std::fs::read(&plan.file.path).map_err(|source| ClientsError::Read {
+        path: plan.file.path.clone(),
+        source,
+    })?;
+    if current != plan.original.as_bytes() {
+        return Err(ClientsError::Changed {
+            path: plan.file.path.clone(),
+        });
+    }
+    Ok(())
+}
+
 /// Write an install plan: backup + record first, then the file, then read it back.
 pub fn commit_install(plan: &FilePlan, installs_dir: &Path) -> Result<PathBuf, ClientsError> {
+    ensure_unchanged(plan)?;
     let (record_path, rec) = record::save(
         installs_dir,
         plan.file.client.as_str(),
@@ -471,6 +487,7 @@ pub fn commit_install(plan: &FilePlan, installs_dir: &Path) -> Result<PathBuf, C
 
 /// Write an uninstall plan and mark its records undone.
 pub fn commit_uninstall(plan: &FilePlan) -> Result<(), ClientsError> {
+    ensure_unchanged(plan)?;
     if plan.new != plan.original {
         write_verified(&plan.file.path, plan.new.as_bytes())?;
     }
@@ -493,4 +510,54 @@ fn write_verified(path: &Path, bytes: &[u8]) -> Result<(), ClientsError> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::scan::scan_file;
+    use super::super::{file, ClientId, Scope};
+    use super::*;
+
+    fn setup() -> (tempfile::TempDir, ConfigFile, &'static str) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mcp.json");
+        let text = "{\n  // keep me\n  \"mcpServers\": { \"a\": { \"command\": \"srv\", \"env\": { \"K\": \"v\" } } }\n}\n";
+        std::fs::write(&path, text).unwrap();
+        let f = file(ClientId::Cursor, path, Format::Jsonc, Scope::User);
+        (dir, f, text)
+    }
+
+    #[test]
+    fn a_file_changed_after_planning_is_not_overwritten() {
+        let (dir, f, _) = setup();
+        let (plans, problems) = plan_install(&[scan_file(&f)], Path::new("/bin/mcpjail-proxy"));
+        assert!(problems.is_empty());
+        std::fs::write(&f.path, "{\"mcpServers\": {}}").unwrap();
+        let err = commit_install(&plans[0], &dir.path().join("state")).unwrap_err();
+        assert!(matches!(err, ClientsError::Changed { .. }), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&f.path).unwrap(),
+            "{\"mcpServers\": {}}"
+        );
+        assert!(
+            !dir.path().join("state").exists()
+                || std::fs::read_dir(dir.path().join("state")).unwrap().count() == 0
+        );
+    }
+
+    #[test]
+    fn plan_edits_only_command_and_adds_args_with_env_keep() {
+        let (_dir, f, text) = setup();
+        let (plans, _) = plan_install(&[scan_file(&f)], Path::new("/bin/mcpjail-proxy"));
+        assert_eq!(
+            plans[0].new,
+            text.replace(
+                "\"command\": \"srv\",",
+                "\"command\": \"/bin/mcpjail-proxy\", \"args\": [\"--name\", \"a\", \"--env-keep\", \"K\", \"--\", \"srv\"],"
+            )
+        );
+        let c = &plans[0].changes[0];
+        assert_eq!(c.old.args, None);
+        assert_eq!(c.edits[0].old, "\"srv\"");
+    }
 }

@@ -62,6 +62,8 @@ pub enum ClientsError {
     },
     #[error("{path} does not parse: {message}\nhint: fix the syntax error (mcpjail never rewrites a file it cannot parse)")]
     Parse { path: PathBuf, message: String },
+    #[error("{path} changed while mcpjail was planning its edit; nothing written\nhint: run the command again")]
+    Changed { path: PathBuf },
     #[error("unsupported entry: {0}")]
     Unsupported(String),
     #[error("install record {path} is unreadable: {message}")]
