@@ -281,6 +281,37 @@ fn records_backups_mode_and_owner() {
     assert_eq!(fs["new"]["args"][0], "--name");
 }
 
+/// Running as root (CI does), a config owned by another user keeps that owner after the atomic
+/// rename; the control shows a plain new file would have been root's.
+#[test]
+fn another_users_file_keeps_its_owner() {
+    use std::os::unix::fs::MetadataExt;
+    let sb = Sandbox::new();
+    sb.place(CURSOR);
+    let path = sb.path(CURSOR.dest);
+    assert_eq!(
+        nix_uid(),
+        0,
+        "this test gives a file another owner and needs root (CI runs as root)"
+    );
+    std::os::unix::fs::chown(&path, Some(4321), Some(4322)).unwrap();
+    // Control: a file created by this process is root's.
+    let control = sb.home.join("control");
+    std::fs::write(&control, b"x").unwrap();
+    assert_eq!(std::fs::metadata(&control).unwrap().uid(), 0);
+    assert_ok(&sb.install(&[]));
+    let meta = std::fs::metadata(&path).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (4321, 4322));
+    assert_ok(&sb.run(&["uninstall", "--yes"]));
+    let meta = std::fs::metadata(&path).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (4321, 4322));
+}
+
+fn nix_uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").unwrap().uid()
+}
+
 fn replace_once(sb: &Sandbox, dest: &str, from: &str, to: &str) -> String {
     let t = text(&sb.read(dest));
     assert_eq!(t.matches(from).count(), 1, "{from:?} not unique");
