@@ -36,15 +36,17 @@ pub struct Problem {
     pub message: String,
 }
 
-fn locate(
+type Target<'a> = (Vec<String>, &'a str);
+
+/// Locate many entries with one parse of `text` (`.claude.json` can be megabytes).
+fn locate_many(
     format: Format,
     text: &str,
-    holder: &[String],
-    key: &str,
-) -> Result<Option<Located>, ClientsError> {
+    targets: &[Target<'_>],
+) -> Result<Vec<Result<Option<Located>, ClientsError>>, ClientsError> {
     match format {
-        Format::Jsonc => jsonc::locate(text, holder, key),
-        Format::Toml => tomlfmt::locate(text, holder, key),
+        Format::Jsonc => jsonc::locate_many(text, targets),
+        Format::Toml => tomlfmt::locate_many(text, targets),
     }
 }
 
@@ -67,10 +69,11 @@ fn wrap_splices(
     format: Format,
     text: &str,
     entry: &ServerEntry,
+    located: Result<Option<Located>, ClientsError>,
     proxy: &str,
 ) -> Result<(Vec<Splice>, EntryChange), ClientsError> {
     let (holder, command_key) = entry.holder_path();
-    let loc = locate(format, text, &holder, command_key)?
+    let loc = located?
         .ok_or_else(|| ClientsError::Unsupported("cannot find the entry's command".into()))?;
     let command = entry
         .command
@@ -214,8 +217,21 @@ pub fn plan_install(scans: &[FileScan], proxy: &Path) -> (Vec<FilePlan>, Vec<Pro
         let mut splices = Vec::new();
         let mut changes = Vec::new();
         let mut command_splice_index = Vec::new();
-        for entry in scan.entries.iter().filter(|e| e.wrappable()) {
-            match wrap_splices(scan.file.format, text, entry, &proxy) {
+        let wrappable: Vec<&ServerEntry> = scan.entries.iter().filter(|e| e.wrappable()).collect();
+        let targets: Vec<Target<'_>> = wrappable.iter().map(|e| e.holder_path()).collect();
+        let located = match locate_many(scan.file.format, text, &targets) {
+            Ok(l) => l,
+            Err(e) => {
+                problems.push(Problem {
+                    file: scan.file.path.clone(),
+                    server: None,
+                    message: e.to_string(),
+                });
+                continue;
+            }
+        };
+        for (entry, located) in wrappable.into_iter().zip(located) {
+            match wrap_splices(scan.file.format, text, entry, located, &proxy) {
                 Ok((s, change)) => {
                     command_splice_index.push((splices.len(), splices.len() + s.len()));
                     splices.extend(s);
@@ -280,9 +296,10 @@ fn reverse_entry(
     format: Format,
     text: &str,
     c: &EntryChange,
+    located: Result<Option<Located>, ClientsError>,
     notes: &mut Vec<String>,
 ) -> Result<Vec<Splice>, ClientsError> {
-    let Some(loc) = locate(format, text, &c.holder, &c.command_key)? else {
+    let Some(loc) = located? else {
         notes.push(format!(
             "{}: entry no longer present; nothing to undo",
             c.server
@@ -390,8 +407,20 @@ pub fn plan_uninstall(
                 break;
             }
             let mut splices = Vec::new();
-            for c in &rec.changes {
-                match reverse_entry(file.format, &text, c, &mut notes) {
+            let targets: Vec<Target<'_>> = rec
+                .changes
+                .iter()
+                .map(|c| (c.holder.clone(), c.command_key.as_str()))
+                .collect();
+            let located = match locate_many(file.format, &text, &targets) {
+                Ok(l) => l,
+                Err(e) => {
+                    failed = Some(e.to_string());
+                    break;
+                }
+            };
+            for (c, located) in rec.changes.iter().zip(located) {
+                match reverse_entry(file.format, &text, c, located, &mut notes) {
                     Ok(s) => splices.extend(s),
                     Err(e) => notes.push(format!("{}: {e}", c.server)),
                 }
