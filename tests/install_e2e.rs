@@ -137,12 +137,11 @@ fn entry_of(
         .as_str()
         .unwrap_or_else(|| panic!("{dest}: {text}"))
         .to_string();
-    let args = entry["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap().to_string())
-        .collect();
+    let args = entry
+        .get("args")
+        .and_then(|a| a.as_array())
+        .map(|a| a.iter().map(|x| x.as_str().unwrap().to_string()).collect())
+        .unwrap_or_default();
     // Zed's nested form keeps env inside `command`; the others beside it.
     let env = entry
         .get("env")
@@ -218,4 +217,85 @@ async fn install_then_every_wrapped_entry_speaks_mcp_through_the_proxy() {
         "control read returned {:?}",
         read[0]
     );
+}
+
+const HOSTILE: &str = env!("CARGO_BIN_EXE_mcpjail-fixture-hostile");
+
+/// Call the hostile fixture's `env_secret` tool through the command line of `entry`, with the
+/// client's own environment holding an inherited secret.
+async fn env_secret(
+    sb: &Sandbox,
+    command: &str,
+    args: &[String],
+    env: &serde_json::Map<String, serde_json::Value>,
+) -> String {
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &sb.home)
+        .env("AWS_SECRET_ACCESS_KEY", "inherited-secret")
+        .current_dir(&sb.project);
+    for (k, v) in env {
+        cmd.env(k, v.as_str().unwrap());
+    }
+    let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.expect("MCP initialize");
+    let result = client
+        .call_tool(CallToolRequestParams::new("env_secret"))
+        .await
+        .expect("tools/call");
+    let _ = client.cancel().await;
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `--env-keep` carries exactly the entry's own `env` keys: a configured secret still reaches the
+/// wrapped server, a secret the client merely inherited does not. Control: the unwrapped entry
+/// sees the inherited secret.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configured_env_reaches_the_server_and_inherited_env_does_not() {
+    let sb = Sandbox::new();
+    let server = js(HOSTILE);
+    let config = format!(
+        "{{\n  \"mcpServers\": {{\n    \"configured\": {{\n      \"command\": {server},\n      \"env\": {{ \"AWS_SECRET_ACCESS_KEY\": \"configured-secret\" }}\n    }},\n    \"inherits\": {{\n      \"command\": {server}\n    }}\n  }}\n}}\n"
+    );
+    let dest = "~/.cursor/mcp.json";
+    sb.write(dest, config.as_bytes());
+
+    // Control first: unwrapped, the server sees whatever the client inherited.
+    let (command, args, env) = entry_of(&sb, dest, false, &["mcpServers", "inherits"]);
+    let control = env_secret(&sb, &command, &args, &env).await;
+    assert!(
+        control.contains("ESCAPED: AWS_SECRET_ACCESS_KEY=inherited-secret"),
+        "control: {control}"
+    );
+
+    assert_ok(&sb.install(&[]));
+
+    let (command, args, env) = entry_of(&sb, dest, false, &["mcpServers", "configured"]);
+    assert!(
+        args.windows(2)
+            .any(|w| w == ["--env-keep", "AWS_SECRET_ACCESS_KEY"]),
+        "{args:?}"
+    );
+    let seen = env_secret(&sb, &command, &args, &env).await;
+    assert!(
+        seen.contains("AWS_SECRET_ACCESS_KEY=configured-secret"),
+        "configured secret lost: {seen}"
+    );
+
+    let (command, args, env) = entry_of(&sb, dest, false, &["mcpServers", "inherits"]);
+    assert!(!args.iter().any(|a| a == "--env-keep"), "{args:?}");
+    let seen = env_secret(&sb, &command, &args, &env).await;
+    assert!(
+        seen.starts_with("BLOCKED"),
+        "inherited secret reached the wrapped server: {seen}"
+    );
+
+    assert_ok(&sb.run(&["uninstall", "--yes"]));
+    assert_eq!(text(&sb.read(dest)), config);
 }
