@@ -225,3 +225,55 @@ fn byte_range_check_catches_a_reserialised_file() {
         std::panic::catch_unwind(|| assert_only_values_changed(false, &orig, &reserialised));
     assert!(result.is_err(), "the checker accepted a re-serialised file");
 }
+
+/// A multi-megabyte `.claude.json` (long histories, many projects, some with local servers)
+/// round-trips byte for byte, with every other key intact.
+#[test]
+fn large_claude_json_round_trip() {
+    let sb = Sandbox::new();
+    let mut projects = serde_json::Map::new();
+    for i in 0..150 {
+        let history: Vec<serde_json::Value> = (0..30)
+            .map(|j| serde_json::json!({"display": format!("prompt {j} — ünïcode ✓ {}", "x".repeat(300)), "pastedContents": {}}))
+            .collect();
+        let mut p = serde_json::json!({"allowedTools": [], "history": history, "hasTrustDialogAccepted": true});
+        if i % 5 == 0 {
+            p["mcpServers"] = serde_json::json!({
+                "git": {"type": "stdio", "command": "uvx", "args": ["mcp-server-git", "--repository", format!("/home/u/p{i}")]},
+                "db": {"command": "/opt/db-mcp", "env": {"DB_URL": "postgres://x"}}
+            });
+        }
+        projects.insert(format!("/home/u/p{i}"), p);
+    }
+    let doc = serde_json::json!({"numStartups": 9, "projects": projects, "mcpServers": {}});
+    let original = serde_json::to_string_pretty(&doc).unwrap();
+    assert!(original.len() > 1_500_000, "{}", original.len());
+    sb.write("~/.claude.json", original.as_bytes());
+    assert_ok(&sb.install(&[]));
+    let installed = text(&sb.read("~/.claude.json"));
+    let wrapped =
+        same_except_wrapping(&parse(false, &original), &parse(false, &installed), PROXY).unwrap();
+    assert_eq!(wrapped, 60);
+    assert_only_values_changed(false, &original, &installed);
+    assert_ok(&sb.run(&["uninstall", "--yes"]));
+    assert_eq!(text(&sb.read("~/.claude.json")), original);
+}
+
+/// Control for the byte-range checker: one flipped value outside command/args is caught, and
+/// an edit inside an args array is accepted.
+#[test]
+fn byte_range_check_catches_a_single_byte_outside() {
+    let f = &FIXTURES[8]; // cline
+    let orig = std::fs::read_to_string(repo().join("fixtures/configs").join(f.source)).unwrap();
+    let flipped = orig.replacen("\"disabled\": true", "\"disabled\": false", 1);
+    assert_ne!(flipped, orig);
+    let result = std::panic::catch_unwind(|| assert_only_values_changed(false, &orig, &flipped));
+    assert!(result.is_err(), "the checker missed a flipped `disabled`");
+    let inside = orig.replacen(
+        "\"-y\", \"@modelcontextprotocol/server-everything\"",
+        "\"-y\", \"@modelcontextprotocol/server-everything\", \"x\"",
+        1,
+    );
+    assert_ne!(inside, orig);
+    assert_eq!(assert_only_values_changed(false, &orig, &inside), 1);
+}

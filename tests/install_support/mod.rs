@@ -379,36 +379,51 @@ fn merge_adjacent(
 /// Returns the number of changed regions.
 pub fn assert_only_values_changed(toml: bool, orig: &str, new: &str) -> usize {
     let ranges = merge_adjacent(orig, editable_ranges(toml, orig));
-    let diff = similar::TextDiff::configure()
-        .algorithm(similar::Algorithm::Myers)
-        .diff_chars(orig, new);
+    // Lines first (fast on megabyte files), then characters inside each changed block.
+    let old_lines: Vec<&str> = orig.split_inclusive('\n').collect();
+    let new_lines: Vec<&str> = new.split_inclusive('\n').collect();
+    let line_diff = similar::TextDiff::configure().diff_slices(&old_lines, &new_lines);
+    let line_start =
+        |lines: &[&str], upto: usize| -> usize { lines[..upto].iter().map(|l| l.len()).sum() };
     let mut changed = 0;
-    // Convert char indices of the diff to byte offsets of `orig`.
-    let byte_of: Vec<usize> = orig
-        .char_indices()
-        .map(|(i, _)| i)
-        .chain([orig.len()])
-        .collect();
-    for op in diff.ops() {
-        let (tag, old_range, _) = op.as_tag_tuple();
+    for op in line_diff.ops() {
+        let (tag, old_r, new_r) = op.as_tag_tuple();
         if tag == similar::DiffTag::Equal {
             continue;
         }
-        changed += 1;
-        let start = byte_of[old_range.start];
-        let end = byte_of[old_range.end];
-        let inside = ranges.iter().any(|r| {
-            if start == end {
-                r.start <= start && start <= r.end
-            } else {
-                r.start <= start && end <= r.end
+        let base = line_start(&old_lines, old_r.start);
+        let old_block: String = old_lines[old_r.clone()].concat();
+        let new_block: String = new_lines[new_r.clone()].concat();
+        let diff = similar::TextDiff::configure()
+            .algorithm(similar::Algorithm::Myers)
+            .diff_chars(old_block.as_str(), new_block.as_str());
+        // Char indices of the block diff -> byte offsets of `orig`.
+        let byte_of: Vec<usize> = old_block
+            .char_indices()
+            .map(|(i, _)| base + i)
+            .chain([base + old_block.len()])
+            .collect();
+        for op in diff.ops() {
+            let (tag, old_range, _) = op.as_tag_tuple();
+            if tag == similar::DiffTag::Equal {
+                continue;
             }
-        });
-        assert!(
-            inside,
-            "bytes {start}..{end} changed outside every command/args value: {:?}",
-            &orig[start.saturating_sub(20)..(end + 20).min(orig.len())]
-        );
+            changed += 1;
+            let start = byte_of[old_range.start];
+            let end = byte_of[old_range.end];
+            let inside = ranges.iter().any(|r| {
+                if start == end {
+                    r.start <= start && start <= r.end
+                } else {
+                    r.start <= start && end <= r.end
+                }
+            });
+            assert!(
+                inside,
+                "bytes {start}..{end} changed outside every command/args value: {:?}",
+                &orig[start.saturating_sub(20)..(end + 20).min(orig.len())]
+            );
+        }
     }
     changed
 }
