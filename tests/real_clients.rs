@@ -457,3 +457,65 @@ fn server_git_python_client() {
 fn server_git_typescript_client() {
     server_git_pair(Client::Ts);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Client roots: the server's roots/list request crosses the proxy to the real client and the
+// answer gets back (server→client requests pass through). server-filesystem replaces its
+// allowed directories with the client's roots, so its own listing shows whether they arrived.
+
+fn roots_pair(client: Client) {
+    let tree = Tree::new();
+    let sub = tree.p("scope/sub");
+    let server = proxied(&[], &[server_filesystem(), tree.scope()]);
+    let script = json!({
+        "roots": [sub],
+        "wait_initial_roots": true,
+        "steps": [
+            // The server applies roots asynchronously after the reply: repeat until it has.
+            {"tool": "list_allowed_directories", "arguments": {}, "until_text": format!("{sub}\n"), "max_tries": 500},
+            call("list_allowed_directories", json!({})),
+            call("read_text_file", json!({"path": tree.p("scope/sub/b.txt")})),
+            call("read_text_file", json!({"path": tree.p("scope/a.txt")})),
+        ]
+    });
+    let run = run_client(
+        client,
+        "server-filesystem roots proxied",
+        &server,
+        &script,
+        &env(&tree),
+        &tree.path("scope"),
+    );
+    assert!(
+        run.done["roots_requests"].as_u64().unwrap_or(0) >= 1,
+        "{}: no roots/list reached the client",
+        run.label
+    );
+    // "Allowed directories:\n<dir>": the whole last line, since the scope is a prefix of sub.
+    let allowed = run.ok_text(1);
+    assert_eq!(
+        allowed.lines().last(),
+        Some(sub.as_str()),
+        "{}: the client's roots did not arrive: {allowed}",
+        run.label
+    );
+    assert_eq!(run.ok_text(2), "beta");
+    // Outside the roots: refused (by the server today; by the proxy too once it narrows to roots).
+    assert!(
+        run.is_error(3),
+        "{}: a.txt is outside the client's roots: {}",
+        run.label,
+        run.text(3)
+    );
+    assert!(!run.text(3).contains("alpha"));
+}
+
+#[test]
+fn roots_python_client() {
+    roots_pair(Client::Py);
+}
+
+#[test]
+fn roots_typescript_client() {
+    roots_pair(Client::Ts);
+}
