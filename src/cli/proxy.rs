@@ -75,6 +75,112 @@ pub enum PinMode {
 }
 
 pub fn run(args: ProxyArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
-    let _ = (args, global);
-    anyhow::bail!("the proxy is not built yet")
+    use anyhow::Context;
+
+    let config = resolve_settings(&args, global)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let result = runtime.block_on(async {
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        spawn_signal_listener(shutdown.clone())?;
+        crate::proxy::run(config, tokio::io::stdin(), tokio::io::stdout(), shutdown)
+            .await
+            .map_err(anyhow::Error::from)
+    });
+    // tokio's stdin reads on a blocking thread that cannot be interrupted; the child is
+    // already reaped and stdout flushed here, so nothing is lost by not waiting for it.
+    runtime.shutdown_background();
+    let code = result?;
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// Flags + environment → the plain settings the proxy library takes.
+pub fn resolve_settings(
+    args: &ProxyArgs,
+    global: &GlobalArgs,
+) -> anyhow::Result<crate::proxy::ProxyConfig> {
+    use anyhow::Context;
+
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    let name = args
+        .name
+        .clone()
+        .unwrap_or_else(|| crate::proxy::default_name(&args.command));
+    // `..Default::default()`: DeriveInputs grows fields (e.g. the server's environment) that
+    // the proxy need not know about.
+    #[allow(clippy::needless_update)]
+    let inputs = crate::policy::DeriveInputs {
+        name: name.clone(),
+        command: args.command.clone(),
+        cwd: cwd.clone(),
+        home: home.clone(),
+        policy_file: args.policy.clone(),
+        allow_read: args.allow_read.clone(),
+        allow_write: args.allow_write.clone(),
+        ..Default::default()
+    };
+    let derived = crate::policy::derive_scope(&inputs).map_err(|e| {
+        super::UserError::new(format!("cannot derive the scope for `{name}`: {e}"))
+            .with_hint("check the --policy file and the --allow-read/--allow-write paths")
+    })?;
+    for note in &derived.notes {
+        tracing::info!("{note}");
+    }
+    let mut scope = derived.scope;
+    scope.net = crate::policy::NetRules {
+        allow_all: args.allow_net,
+        tcp_connect_ports: args.allow_tcp_connect.clone(),
+        tcp_bind_ports: args.allow_tcp_bind.clone(),
+    };
+    Ok(crate::proxy::ProxyConfig {
+        name,
+        command: args.command.clone(),
+        cwd,
+        home,
+        scope,
+        jail: crate::sandbox::JailOptions {
+            disabled: args.no_jail,
+            require_full: args.require_full,
+            env_keep: args.env_keep.clone(),
+        },
+        deny_as: match args.deny_as {
+            DenyAs::Result => crate::proxy::DenyMode::Result,
+            DenyAs::Error => crate::proxy::DenyMode::Error,
+        },
+        max_line_bytes: args.max_line_bytes,
+        live_log: args.log,
+        color: global.color.use_color_on_stderr(),
+        log_file: args.log_file.clone(),
+        grace: std::time::Duration::from_secs(2),
+    })
+}
+
+/// SIGINT/SIGTERM cancel the session; the proxy then shuts the server down and reaps it.
+fn spawn_signal_listener(token: tokio_util::sync::CancellationToken) -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            token.cancel();
+        });
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::spawn(async move {
+            let _ = tokio::signal::ctrl_c().await;
+            token.cancel();
+        });
+    }
+    Ok(())
 }

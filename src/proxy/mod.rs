@@ -4,3 +4,145 @@
 //! original bytes of every message, learns tool schemas from `tools/list`, and checks each
 //! `tools/call` / `resources/read` against the [`crate::policy::Scope`] before forwarding.
 //! It never re-serialises a message it forwards, and never forwards what it could not check.
+//!
+//! Reading order, top to bottom:
+//! * [`framing`] — newline-delimited frames over bytes (pure), and a cancel-safe async reader;
+//! * [`message`] — the JSON-RPC envelope, request ids, duplicate keys, error replies;
+//! * [`check`] — one call's path arguments resolved and checked; the denial a client sees;
+//! * [`audit`] — `--log` lines and `--log-file` JSON lines, with secrets redacted;
+//! * `child` — the server process behind the jail;
+//! * `router` — the connection: both directions, learning, holding, lifecycle.
+
+pub mod audit;
+pub mod check;
+mod child;
+pub mod framing;
+pub mod message;
+mod router;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::policy::Scope;
+use crate::sandbox::JailOptions;
+
+pub use router::run;
+
+/// How a denied call is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DenyMode {
+    /// A `CallToolResult` with `isError: true` (the model reads why and can self-correct).
+    Result,
+    /// A JSON-RPC error (-32602) with the same details in `data`.
+    Error,
+}
+
+/// Resolved settings for one proxy session (no clap types: the CLI builds this).
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    /// Label in logs.
+    pub name: String,
+    /// The server command and arguments.
+    pub command: Vec<String>,
+    /// The server's working directory (relative path arguments resolve against it).
+    pub cwd: PathBuf,
+    pub home: Option<PathBuf>,
+    pub scope: Scope,
+    pub jail: JailOptions,
+    pub deny_as: DenyMode,
+    pub max_line_bytes: usize,
+    /// `--log`: one line per call on stderr.
+    pub live_log: bool,
+    /// Colour in the live log (resolved once by the CLI).
+    pub color: bool,
+    /// `--log-file`: JSON lines appended.
+    pub log_file: Option<PathBuf>,
+    /// How long to wait at each shutdown step (stdin closed → SIGTERM → SIGKILL).
+    pub grace: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    #[error(transparent)]
+    Jail(crate::sandbox::SandboxError),
+    #[error("cannot start the server `{command}`: {source}")]
+    Spawn {
+        command: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    AuditLog(audit::AuditOpenError),
+    #[error("cannot wait for the server: {0}")]
+    Wait(std::io::Error),
+}
+
+/// A label for a server command: `server-filesystem` for
+/// `npx -y @modelcontextprotocol/server-filesystem /dir`, the script's stem for
+/// `python server.py`, the binary's name otherwise.
+pub fn default_name(command: &[String]) -> String {
+    const LAUNCHERS: &[&str] = &[
+        "npx", "bunx", "pnpx", "uvx", "uv", "pipx", "node", "python", "python3", "deno", "bun",
+        "ruby", "perl", "sh", "bash", "env", "docker",
+    ];
+    let base = |s: &str| -> String {
+        let s = s.trim_end_matches('/');
+        let last = s.rsplit('/').next().unwrap_or(s);
+        // Drop a version suffix (`pkg@1.2.3`) and a script extension.
+        let last = match last.rfind('@') {
+            Some(i) if i > 0 => &last[..i],
+            _ => last,
+        };
+        let last = [".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".sh"]
+            .iter()
+            .find_map(|ext| last.strip_suffix(ext))
+            .unwrap_or(last);
+        last.to_string()
+    };
+    let Some(program) = command.first() else {
+        return "server".into();
+    };
+    let prog = base(program);
+    let is_launcher = LAUNCHERS
+        .iter()
+        .any(|l| prog == *l || prog.starts_with("python3."));
+    if is_launcher {
+        for arg in &command[1..] {
+            if arg.starts_with('-') || arg == "run" || arg == "tool" || arg == "x" {
+                continue;
+            }
+            let name = base(arg);
+            if !name.is_empty() {
+                return name;
+            }
+        }
+    }
+    if prog.is_empty() {
+        "server".into()
+    } else {
+        prog
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_name;
+
+    fn v(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn names_servers_after_their_package_or_script() {
+        assert_eq!(
+            default_name(&v("npx -y @modelcontextprotocol/server-filesystem /tmp")),
+            "server-filesystem"
+        );
+        assert_eq!(
+            default_name(&v("uvx mcp-server-git --repository .")),
+            "mcp-server-git"
+        );
+        assert_eq!(default_name(&v("python3 /opt/srv/server.py")), "server");
+        assert_eq!(default_name(&v("/usr/local/bin/my-mcp --x")), "my-mcp");
+        assert_eq!(default_name(&v("npx -y pkg@1.2.3")), "pkg");
+    }
+}

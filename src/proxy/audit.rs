@@ -1,0 +1,318 @@
+//! Live call inspection (`--log`) and the JSON-lines audit log (`--log-file`).
+//!
+//! One record per checked call (`tools/call`, `resources/read`): written when the server's
+//! answer arrives (so latency and result size are known), or at once for a denial. The live
+//! line goes to stderr, coloured only when asked; the audit line is appended to a file. Both
+//! go through [`redact`] first: a log must not become the place where a token leaks.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+/// One call, as logged.
+#[derive(Debug, Clone)]
+pub struct CallRecord {
+    pub id: String,
+    pub method: String,
+    pub tool: Option<String>,
+    /// Resolved paths (or raw values when unresolvable).
+    pub paths: Vec<String>,
+    pub allowed: bool,
+    pub reason: Option<String>,
+    pub latency: Duration,
+    /// Bytes of the answer line (the server's, or the proxy's own denial).
+    pub result_bytes: usize,
+    /// The call's arguments (redacted before they are written anywhere).
+    pub arguments: Option<Value>,
+    /// The answer was a JSON-RPC error / the server went away before answering.
+    pub outcome: &'static str,
+}
+
+/// Where call records go.
+#[derive(Debug)]
+pub struct CallLog {
+    server: String,
+    live: bool,
+    color: bool,
+    file: Option<std::fs::File>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot open the audit log {path}: {source}")]
+pub struct AuditOpenError {
+    pub path: PathBuf,
+    pub source: std::io::Error,
+}
+
+impl CallLog {
+    pub fn new(
+        server: &str,
+        live: bool,
+        color: bool,
+        file: Option<&Path>,
+    ) -> Result<CallLog, AuditOpenError> {
+        let file = match file {
+            None => None,
+            Some(path) => Some(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map_err(|source| AuditOpenError {
+                        path: path.to_path_buf(),
+                        source,
+                    })?,
+            ),
+        };
+        Ok(CallLog {
+            server: server.to_string(),
+            live,
+            color,
+            file,
+        })
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.live || self.file.is_some()
+    }
+
+    pub fn live(&self) -> bool {
+        self.live
+    }
+
+    /// A free-form line on the live log (start-up report, respawns).
+    pub fn note(&self, text: &str) {
+        if self.live {
+            eprintln!("{} {} {}", now(), self.server, text);
+        }
+    }
+
+    pub fn record(&mut self, rec: &CallRecord) {
+        if self.live {
+            let verdict = match (rec.allowed, self.color) {
+                (true, true) => "\x1b[32mALLOW\x1b[0m",
+                (true, false) => "ALLOW",
+                (false, true) => "\x1b[31mDENY\x1b[0m",
+                (false, false) => "DENY",
+            };
+            let what = rec.tool.clone().unwrap_or_else(|| rec.method.clone());
+            let paths = if rec.paths.is_empty() {
+                "-".to_string()
+            } else {
+                rec.paths
+                    .iter()
+                    .map(|p| redact_str(p))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            let mut line = format!(
+                "{} {} {} {} {} {} {}B",
+                now(),
+                self.server,
+                what,
+                paths,
+                verdict,
+                human_latency(rec.latency),
+                rec.result_bytes
+            );
+            if let Some(reason) = &rec.reason {
+                line.push_str(&format!(" ({})", redact_str(reason)));
+            }
+            if rec.outcome != "ok" && rec.outcome != "denied" {
+                line.push_str(&format!(" [{}]", rec.outcome));
+            }
+            eprintln!("{line}");
+        }
+        if let Some(file) = &mut self.file {
+            let entry = json!({
+                "ts": now(),
+                "server": self.server,
+                "id": rec.id,
+                "method": rec.method,
+                "tool": rec.tool,
+                "paths": rec.paths.iter().map(|p| redact_str(p)).collect::<Vec<_>>(),
+                "decision": if rec.allowed { "allow" } else { "deny" },
+                "reason": rec.reason.as_deref().map(redact_str),
+                "latency_us": rec.latency.as_micros() as u64,
+                "result_bytes": rec.result_bytes,
+                "outcome": rec.outcome,
+                "arguments": rec.arguments.as_ref().map(redact),
+            });
+            let mut line = entry.to_string();
+            line.push('\n');
+            if let Err(err) = file.write_all(line.as_bytes()) {
+                tracing::warn!("cannot append to the audit log: {err}");
+            }
+        }
+    }
+}
+
+fn now() -> String {
+    let fmt = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    time::OffsetDateTime::now_utc()
+        .format(&fmt)
+        .unwrap_or_default()
+}
+
+fn human_latency(d: Duration) -> String {
+    let us = d.as_micros();
+    if us < 10_000 {
+        format!("{us}µs")
+    } else {
+        format!("{}ms", us / 1000)
+    }
+}
+
+const SECRET_NAMES: &[&str] = &[
+    "token",
+    "key",
+    "secret",
+    "password",
+    "passwd",
+    "auth",
+    "apikey",
+    "credential",
+    "cookie",
+    "session",
+];
+
+/// Is an argument with this name likely to carry a secret?
+fn secret_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    SECRET_NAMES.iter().any(|s| lower.contains(s))
+}
+
+/// Does this value look like a credential, whatever its name?
+fn secret_value(value: &str) -> bool {
+    let v = value.trim();
+    let prefixed = [
+        "sk-",
+        "ghp_",
+        "gho_",
+        "ghs_",
+        "github_pat_",
+        "xoxb-",
+        "xoxp-",
+        "AKIA",
+        "ASIA",
+    ]
+    .iter()
+    .any(|p| v.starts_with(p) && v.len() >= p.len() + 8);
+    let bearer = v.len() > 7 && v[..7].eq_ignore_ascii_case("bearer ");
+    let jwt = {
+        let parts: Vec<&str> = v.split('.').collect();
+        parts.len() == 3
+            && v.starts_with("eyJ")
+            && parts.iter().all(|p| {
+                !p.is_empty()
+                    && p.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'=')
+            })
+    };
+    prefixed || bearer || jwt
+}
+
+const REDACTED: &str = "[REDACTED]";
+
+/// Redact secret-looking substrings in free text (paths and reasons may embed a token).
+pub fn redact_str(text: &str) -> String {
+    if !text
+        .split(|c: char| c.is_whitespace() || c == '/' || c == '=' || c == ':' || c == ',')
+        .any(secret_value)
+        && !secret_value(text)
+    {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut token = String::new();
+    let flush = |token: &mut String, out: &mut String| {
+        if secret_value(token) {
+            out.push_str(REDACTED);
+        } else {
+            out.push_str(token);
+        }
+        token.clear();
+    };
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '/' || c == '=' || c == ':' || c == ',' || c == '"' {
+            flush(&mut token, &mut out);
+            out.push(c);
+        } else if c.is_whitespace() {
+            // Keep "Bearer xyz" together so the scheme and token are redacted as one.
+            if token.eq_ignore_ascii_case("bearer") {
+                token.push(c);
+                continue;
+            }
+            flush(&mut token, &mut out);
+            out.push(c);
+        } else {
+            token.push(c);
+        }
+        let _ = chars.peek();
+    }
+    flush(&mut token, &mut out);
+    out
+}
+
+/// A copy of `value` with secret-named members and secret-looking strings replaced.
+pub fn redact(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut out = Map::new();
+            for (k, v) in map {
+                if secret_name(k) && !matches!(v, Value::Object(_) | Value::Array(_)) {
+                    out.insert(k.clone(), Value::String(REDACTED.into()));
+                } else {
+                    out.insert(k.clone(), redact(v));
+                }
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(redact).collect()),
+        Value::String(s) => Value::String(redact_str(s)),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_names_and_values() {
+        let v = json!({
+            "path": "/tmp/a",
+            "api_key": "abc",
+            "Authorization": "whatever",
+            "nested": [{"password": "hunter2", "note": "sk-abcdefghijklmnop"}],
+            "header": "Bearer abc.def.ghi",
+            "gh": "ghp_0123456789abcdef",
+            "aws": "AKIAABCDEFGHIJKLMNOP",
+            "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl",
+        });
+        let r = redact(&v).to_string();
+        for secret in [
+            "abc\"",
+            "whatever",
+            "hunter2",
+            "sk-abc",
+            "Bearer abc",
+            "ghp_",
+            "AKIA",
+            "eyJ",
+        ] {
+            assert!(!r.contains(secret), "{secret} leaked in {r}");
+        }
+        assert!(r.contains("/tmp/a"));
+        assert_eq!(
+            redact_str("/tmp/sk-abcdefghijklmnop/x"),
+            "/tmp/[REDACTED]/x"
+        );
+        assert_eq!(redact_str("/tmp/skeleton/x"), "/tmp/skeleton/x");
+    }
+}

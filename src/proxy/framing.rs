@@ -1,0 +1,313 @@
+//! Newline-delimited framing: pure code over bytes, then a thin async reader on top.
+//!
+//! MCP's stdio transport is one JSON-RPC message per line. [`LineDecoder`] finds complete lines
+//! in a buffer without doing I/O, the way mini-redis' `Frame::check` does: "no newline yet"
+//! means read more. A line longer than the configured maximum is not buffered: its bytes are
+//! dropped as they arrive and, once its newline is seen, reported as [`Frame::TooLong`] so the
+//! caller can answer with an error and keep serving the stream.
+//!
+//! Frames keep the original bytes (including the line terminator) so the proxy forwards exactly
+//! what it received; CRLF is accepted and only stripped for inspection.
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// One unit of the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame {
+    /// A complete line: the original bytes including its `\n` (absent only for a final line
+    /// that ended at EOF without one).
+    Line(Bytes),
+    /// A line over the maximum length; `len` bytes (without the terminator) were discarded.
+    TooLong { len: usize },
+}
+
+impl Frame {
+    /// The line's content without `\n` / `\r\n`, for inspection.
+    pub fn content(line: &[u8]) -> &[u8] {
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        line.strip_suffix(b"\r").unwrap_or(line)
+    }
+}
+
+/// Finds lines in a byte buffer, enforcing a maximum line length.
+#[derive(Debug)]
+pub struct LineDecoder {
+    max_line: usize,
+    /// How far the current buffer was already searched for `\n` (avoids rescanning a long,
+    /// still-incomplete line on every read).
+    scanned: usize,
+    /// `Some(n)`: inside an over-long line, `n` bytes of it dropped so far.
+    discarding: Option<usize>,
+}
+
+impl LineDecoder {
+    pub fn new(max_line: usize) -> Self {
+        LineDecoder {
+            max_line: max_line.max(1),
+            scanned: 0,
+            discarding: None,
+        }
+    }
+
+    /// Take the next frame out of `buf`, or `None` when more bytes are needed. Blank lines are
+    /// skipped (they carry no message).
+    pub fn decode(&mut self, buf: &mut BytesMut) -> Option<Frame> {
+        loop {
+            if let Some(dropped) = self.discarding {
+                match memchr_newline(buf, 0) {
+                    Some(i) => {
+                        let _ = buf.split_to(i + 1);
+                        self.discarding = None;
+                        self.scanned = 0;
+                        let len = dropped + i;
+                        // Whatever the terminator, report the content length without `\r`.
+                        return Some(Frame::TooLong { len });
+                    }
+                    None => {
+                        self.discarding = Some(dropped + buf.len());
+                        buf.clear();
+                        return None;
+                    }
+                }
+            }
+            match memchr_newline(buf, self.scanned) {
+                Some(i) => {
+                    self.scanned = 0;
+                    let line = buf.split_to(i + 1);
+                    let content_len = Frame::content(&line).len();
+                    if content_len > self.max_line {
+                        return Some(Frame::TooLong { len: content_len });
+                    }
+                    if Frame::content(&line)
+                        .iter()
+                        .all(|b| b.is_ascii_whitespace())
+                    {
+                        continue;
+                    }
+                    return Some(Frame::Line(line.freeze()));
+                }
+                None => {
+                    // A `\r` that may be followed by `\n` still counts towards the limit; one
+                    // byte of slack keeps a max-length CRLF line acceptable.
+                    if buf.len() > self.max_line + 1 {
+                        self.discarding = Some(buf.len());
+                        self.scanned = 0;
+                        buf.clear();
+                    } else {
+                        self.scanned = buf.len();
+                    }
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// At end of stream: whatever is left becomes a final frame (a line without `\n`).
+    pub fn decode_eof(&mut self, buf: &mut BytesMut) -> Option<Frame> {
+        if let Some(frame) = self.decode(buf) {
+            return Some(frame);
+        }
+        self.scanned = 0;
+        if let Some(dropped) = self.discarding.take() {
+            let len = dropped + buf.len();
+            buf.clear();
+            return Some(Frame::TooLong { len });
+        }
+        if buf.is_empty() || buf.iter().all(|b| b.is_ascii_whitespace()) {
+            buf.clear();
+            return None;
+        }
+        let line = buf.split_to(buf.len());
+        if Frame::content(&line).len() > self.max_line {
+            return Some(Frame::TooLong {
+                len: Frame::content(&line).len(),
+            });
+        }
+        Some(Frame::Line(line.freeze()))
+    }
+}
+
+fn memchr_newline(buf: &[u8], from: usize) -> Option<usize> {
+    buf.get(from..)?
+        .iter()
+        .position(|&b| b == b'\n')
+        .map(|i| i + from)
+}
+
+/// Reads frames from an async byte stream. `next_frame` is cancel-safe: all state lives in
+/// `self` and `read_buf` loses no data when its future is dropped, so it can sit in a
+/// `tokio::select!` next to the other direction.
+#[derive(Debug)]
+pub struct FramedReader<R> {
+    inner: R,
+    buf: BytesMut,
+    decoder: LineDecoder,
+    eof: bool,
+}
+
+impl<R: AsyncRead + Unpin> FramedReader<R> {
+    pub fn new(inner: R, max_line: usize) -> Self {
+        FramedReader {
+            inner,
+            buf: BytesMut::with_capacity(16 * 1024),
+            decoder: LineDecoder::new(max_line),
+            eof: false,
+        }
+    }
+
+    /// The next frame, or `None` at a clean end of stream.
+    pub async fn next_frame(&mut self) -> std::io::Result<Option<Frame>> {
+        loop {
+            if let Some(frame) = self.decoder.decode(&mut self.buf) {
+                return Ok(Some(frame));
+            }
+            if self.eof {
+                return Ok(self.decoder.decode_eof(&mut self.buf));
+            }
+            if self.buf.capacity() - self.buf.len() < 8 * 1024 {
+                self.buf.reserve(64 * 1024);
+            }
+            if self.inner.read_buf(&mut self.buf).await? == 0 {
+                self.eof = true;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(input: &[&[u8]], max: usize) -> Vec<Frame> {
+        let mut dec = LineDecoder::new(max);
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for chunk in input {
+            buf.extend_from_slice(chunk);
+            while let Some(f) = dec.decode(&mut buf) {
+                out.push(f);
+            }
+        }
+        while let Some(f) = dec.decode_eof(&mut buf) {
+            out.push(f);
+        }
+        out
+    }
+
+    #[test]
+    fn splits_lines_and_keeps_original_bytes() {
+        let got = frames(&[b"{\"a\":1}\r\n{\"b\"", b":2}\n\n  \n{\"c\":3}"], 100);
+        assert_eq!(
+            got,
+            vec![
+                Frame::Line(Bytes::from_static(b"{\"a\":1}\r\n")),
+                Frame::Line(Bytes::from_static(b"{\"b\":2}\n")),
+                Frame::Line(Bytes::from_static(b"{\"c\":3}")),
+            ]
+        );
+    }
+
+    #[test]
+    fn over_long_line_is_reported_and_stream_continues() {
+        let long = vec![b'x'; 50];
+        let got = frames(&[&long[..20], &long[20..], b"\nok\n"], 10);
+        assert_eq!(
+            got,
+            vec![
+                Frame::TooLong { len: 50 },
+                Frame::Line(Bytes::from_static(b"ok\n"))
+            ]
+        );
+        // A too-long line that arrives in one chunk with its newline.
+        let mut one = long.clone();
+        one.extend_from_slice(b"\nok\n");
+        assert_eq!(
+            frames(&[&one], 10),
+            vec![
+                Frame::TooLong { len: 50 },
+                Frame::Line(Bytes::from_static(b"ok\n"))
+            ]
+        );
+    }
+
+    #[test]
+    fn max_length_line_with_crlf_is_accepted() {
+        assert_eq!(
+            frames(&[b"0123456789\r", b"\n"], 10),
+            vec![Frame::Line(Bytes::from_static(b"0123456789\r\n"))]
+        );
+        assert_eq!(
+            frames(&[b"0123456789A\n"], 10),
+            vec![Frame::TooLong { len: 11 }]
+        );
+    }
+
+    #[test]
+    fn over_long_line_at_eof_is_reported() {
+        assert_eq!(frames(&[&[b'y'; 30]], 10), vec![Frame::TooLong { len: 30 }]);
+    }
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+
+            /// Random byte streams split at random points: the decoder never panics, and the
+            /// lines it returns reassemble exactly into the non-blank input lines.
+            #[test]
+            fn lines_reassemble(data in proptest::collection::vec(
+                    prop_oneof![Just(b'\n'), Just(b'\r'), Just(b' '), any::<u8>()], 0..400),
+                cuts in proptest::collection::vec(0usize..400, 0..8)) {
+                let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(data.len())).collect();
+                cuts.sort_unstable();
+                let mut chunks: Vec<&[u8]> = Vec::new();
+                let mut start = 0;
+                for c in cuts {
+                    chunks.push(&data[start..c]);
+                    start = c;
+                }
+                chunks.push(&data[start..]);
+                let got = frames(&chunks, 1 << 20);
+                let mut expected = Vec::new();
+                let mut rest: &[u8] = &data;
+                while !rest.is_empty() {
+                    let (line, tail) = match rest.iter().position(|&b| b == b'\n') {
+                        Some(i) => (&rest[..=i], &rest[i + 1..]),
+                        None => (rest, &rest[rest.len()..]),
+                    };
+                    if !Frame::content(line).iter().all(|b| b.is_ascii_whitespace()) {
+                        expected.push(Frame::Line(Bytes::copy_from_slice(line)));
+                    }
+                    rest = tail;
+                }
+                prop_assert_eq!(got, expected);
+            }
+
+            /// With a small maximum every line is either returned whole or reported with its
+            /// exact length; nothing is lost or invented.
+            #[test]
+            fn limit_is_exact(data in proptest::collection::vec(
+                    prop_oneof![Just(b'\n'), Just(b'a')], 0..300),
+                max in 1usize..20, cut in 0usize..300) {
+                let cut = cut.min(data.len());
+                let got = frames(&[&data[..cut], &data[cut..]], max);
+                let mut expected = Vec::new();
+                for (i, line) in data.split(|&b| b == b'\n').enumerate() {
+                    let terminated = i < data.split(|&b| b == b'\n').count() - 1;
+                    if line.is_empty() { continue; }
+                    if line.len() > max {
+                        expected.push(Frame::TooLong { len: line.len() });
+                    } else {
+                        let mut v = line.to_vec();
+                        if terminated { v.push(b'\n'); }
+                        expected.push(Frame::Line(Bytes::from(v)));
+                    }
+                }
+                prop_assert_eq!(got, expected);
+            }
+        }
+    }
+}

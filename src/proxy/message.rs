@@ -1,0 +1,255 @@
+//! Just enough JSON-RPC to route a line: its envelope, request ids, and the error replies the
+//! proxy writes itself.
+//!
+//! The proxy never re-serialises a message it forwards. It reads the envelope (`id`, `method`,
+//! and the raw `params` / `result`) with borrowed [`RawValue`]s, so even a 10 MiB result is
+//! only validated, not copied. Only the `params` of messages the proxy must judge are parsed
+//! into a `serde_json::Value`, after a duplicate-key check over their raw bytes: serde_json
+//! keeps the last of two equal keys, while a server's parser may keep the first, so a message
+//! with duplicates could be checked as one thing and executed as another.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+/// JSON-RPC error codes the proxy answers with.
+pub mod code {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INTERNAL_ERROR: i64 = -32603;
+}
+
+/// The routing-relevant part of one message. Unknown fields are skipped without copying.
+/// Derived `Deserialize` refuses a duplicate `id`/`method`/`params`, which is what we want.
+#[derive(Debug, Deserialize)]
+pub struct Envelope<'a> {
+    #[serde(borrow, default)]
+    pub id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub method: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub params: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub error: Option<&'a RawValue>,
+}
+
+/// Why a client line could not even be routed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Malformed {
+    /// Not UTF-8 or not JSON: -32700.
+    Parse(String),
+    /// JSON, but not a single request object (array batch, scalar, bad member types): -32600.
+    Invalid(String),
+}
+
+impl Malformed {
+    pub fn code(&self) -> i64 {
+        match self {
+            Malformed::Parse(_) => code::PARSE_ERROR,
+            Malformed::Invalid(_) => code::INVALID_REQUEST,
+        }
+    }
+    pub fn message(&self) -> &str {
+        match self {
+            Malformed::Parse(m) | Malformed::Invalid(m) => m,
+        }
+    }
+}
+
+/// Read the envelope of one line, classifying failures as parse errors or invalid requests.
+pub fn parse_envelope(content: &[u8]) -> Result<Envelope<'_>, Malformed> {
+    match serde_json::from_slice::<Envelope<'_>>(content) {
+        Ok(env) => {
+            if let Some(id) = env.id {
+                let first = id.get().as_bytes().first().copied();
+                // JSON-RPC ids are strings, numbers or null; objects/arrays are refused so
+                // they cannot be used to confuse id matching.
+                if matches!(first, Some(b'{') | Some(b'[')) {
+                    return Err(Malformed::Invalid(
+                        "the request id must be a string, a number or null".into(),
+                    ));
+                }
+            }
+            Ok(env)
+        }
+        Err(err) => {
+            if std::str::from_utf8(content).is_err() {
+                return Err(Malformed::Parse("the message is not valid UTF-8".into()));
+            }
+            match serde_json::from_slice::<IgnoredAny>(content) {
+                Err(_) => Err(Malformed::Parse(format!("the message is not JSON: {err}"))),
+                Ok(_) => {
+                    let first = content
+                        .iter()
+                        .find(|b| !b.is_ascii_whitespace())
+                        .copied()
+                        .unwrap_or(b' ');
+                    Err(Malformed::Invalid(if first == b'[' {
+                        "JSON-RPC batches (arrays) are not accepted by mcpjail".into()
+                    } else if first != b'{' {
+                        "a JSON-RPC message must be a JSON object".into()
+                    } else {
+                        format!("not a valid JSON-RPC message: {err}")
+                    }))
+                }
+            }
+        }
+    }
+}
+
+/// A request id normalised for map lookups: the id re-serialised from its parsed value, so
+/// `"a"` and `"\u0061"` (which a server may echo back either way) match.
+pub fn id_key(id: &RawValue) -> String {
+    match serde_json::from_str::<Value>(id.get()) {
+        Ok(v) => v.to_string(),
+        Err(_) => id.get().to_string(),
+    }
+}
+
+/// The first key that appears twice in any object of `json`, if any. `Err` when `json` is not
+/// valid JSON.
+pub fn find_duplicate_key(json: &str) -> Result<Option<String>, serde_json::Error> {
+    let found = RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_str(json);
+    DupCheck(&found).deserialize(&mut de)?;
+    de.end()?;
+    Ok(found.into_inner())
+}
+
+struct DupCheck<'f>(&'f RefCell<Option<String>>);
+
+impl<'de> DeserializeSeed<'de> for DupCheck<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DupCheck<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(DupCheck(self.0))?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = HashSet::new();
+        // Keys are unescaped by serde_json, so `"a"` and `"\u0061"` count as the same key.
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if !seen.insert(key.clone().into_owned()) && self.0.borrow().is_none() {
+                *self.0.borrow_mut() = Some(key.into_owned());
+            }
+            map.next_value_seed(DupCheck(self.0))?;
+        }
+        Ok(())
+    }
+}
+
+/// A JSON-RPC error response line (with trailing newline). `id` is the raw id text or `null`.
+pub fn error_line(id: Option<&str>, code: i64, message: &str, data: Option<Value>) -> Vec<u8> {
+    let id: Value = id
+        .and_then(|raw| serde_json::from_str(raw).ok())
+        .unwrap_or(Value::Null);
+    let mut error = json!({"code": code, "message": message});
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    let mut out = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "error": error}))
+        .unwrap_or_default();
+    out.push(b'\n');
+    out
+}
+
+/// A JSON-RPC success response line (with trailing newline).
+pub fn result_line(id: &str, result: Value) -> Vec<u8> {
+    let id: Value = serde_json::from_str(id).unwrap_or(Value::Null);
+    let mut out = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": result}))
+        .unwrap_or_default();
+    out.push(b'\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_malformed_lines() {
+        assert!(matches!(
+            parse_envelope(b"garbage"),
+            Err(Malformed::Parse(_))
+        ));
+        assert!(matches!(
+            parse_envelope(b"{\"a\": \xff}"),
+            Err(Malformed::Parse(_))
+        ));
+        assert!(matches!(
+            parse_envelope(b"[{\"jsonrpc\":\"2.0\"}]"),
+            Err(Malformed::Invalid(_))
+        ));
+        assert!(matches!(parse_envelope(b"42"), Err(Malformed::Invalid(_))));
+        assert!(matches!(
+            parse_envelope(br#"{"method":"a","method":"b"}"#),
+            Err(Malformed::Invalid(_))
+        ));
+        assert!(matches!(
+            parse_envelope(br#"{"id":{"x":1},"method":"a"}"#),
+            Err(Malformed::Invalid(_))
+        ));
+        let env =
+            parse_envelope(br#"{"jsonrpc":"2.0","id":7,"method":"tools\/call","params":{"x":1}}"#)
+                .unwrap();
+        assert_eq!(env.method.as_deref(), Some("tools/call"));
+        assert_eq!(env.params.unwrap().get(), r#"{"x":1}"#);
+    }
+
+    #[test]
+    fn finds_duplicate_keys_at_any_depth_and_through_escapes() {
+        assert_eq!(find_duplicate_key(r#"{"a":1,"b":2}"#).unwrap(), None);
+        assert_eq!(
+            find_duplicate_key(r#"{"a":{"p":"x","p":"y"}}"#).unwrap(),
+            Some("p".into())
+        );
+        assert_eq!(
+            find_duplicate_key(r#"{"l":[{"q":1,"\u0071":2}]}"#).unwrap(),
+            Some("q".into())
+        );
+        assert!(find_duplicate_key("{").is_err());
+    }
+
+    #[test]
+    fn id_keys_normalise_escapes() {
+        let a: &RawValue = serde_json::from_str(r#""a""#).unwrap();
+        let b: &RawValue = serde_json::from_str(r#""\u0061""#).unwrap();
+        assert_eq!(id_key(a), id_key(b));
+    }
+}

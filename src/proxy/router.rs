@@ -1,0 +1,805 @@
+//! The connection: one task that reads frames from both sides and decides, message by message,
+//! what to forward, what to answer itself and what to learn.
+//!
+//! Reading both directions in one `select!` (the framed readers are cancel-safe) keeps all
+//! routing state in one owner, with no locks. Writing happens in two small writer tasks fed by
+//! unbounded channels, so the router never blocks on a slow peer — blocking there could
+//! deadlock a server that is itself blocked writing to us.
+//!
+//! client → server: every line is parsed as an envelope; `tools/call` and `resources/read` are
+//! judged before they are forwarded; anything that cannot be parsed or judged is answered with
+//! an error and never forwarded.
+//! server → client: responses are matched to pending requests (for learning `tools/list`,
+//! logging and answering in-flight requests if the server dies); everything else passes through.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::audit::{CallLog, CallRecord};
+use super::check::{self, Refusal, Verdict};
+use super::child::{exit_code, ServerChild};
+use super::framing::{Frame, FramedReader};
+use super::message::{self, code, Envelope, Malformed};
+use super::{DenyMode, ProxyConfig, ProxyError};
+use crate::policy::{ResolveContext, Scope, ToolInfo};
+
+/// How long a `tools/call` may wait for the proxy's own `tools/list` before it is judged with
+/// value heuristics alone.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Initialize,
+    Discover,
+    ToolsList,
+    ToolsCall,
+    ResourcesRead,
+    Other,
+}
+
+/// A client request forwarded to the server and not answered yet.
+#[derive(Debug)]
+struct Pending {
+    raw_id: String,
+    kind: Kind,
+    started: Instant,
+    record: Option<CallRecord>,
+}
+
+/// What one of the proxy's own requests was for.
+#[derive(Debug)]
+enum Own {
+    /// A page of the proxy's `tools/list` fetch.
+    ToolsList,
+}
+
+/// Everything the router knows about the session.
+struct Router {
+    config: ProxyConfig,
+    ctx: ResolveContext,
+    scope: Scope,
+    log: CallLog,
+    out: mpsc::UnboundedSender<Bytes>,
+    tools: HashMap<String, ToolInfo>,
+    /// A `tools/list` result (ours or the client's) has been seen.
+    tools_learned: bool,
+    /// Our own fetch is in flight (since when).
+    fetching: Option<Instant>,
+    /// Our fetch failed: judge by value heuristics rather than wait again.
+    fetch_failed: bool,
+    pending: HashMap<String, Pending>,
+    own: HashMap<String, Own>,
+    own_prefix: String,
+    own_counter: u64,
+    /// Client frames held (in order) until the tool list is known.
+    held: VecDeque<Bytes>,
+    /// The `_meta` of the client's latest request, for stateless-era (2026-07-28) requests of
+    /// our own, which must carry the protocol version and client capabilities.
+    client_meta: Option<Value>,
+    saw_initialize: bool,
+}
+
+/// Run the proxy over the given client streams until the session ends; the result is the exit
+/// code (the server's status). `shutdown` is the SIGINT/SIGTERM trigger (a parameter so tests
+/// can pull it).
+pub async fn run<R, W>(
+    config: ProxyConfig,
+    client_in: R,
+    client_out: W,
+    shutdown: CancellationToken,
+) -> Result<i32, ProxyError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let jail = crate::sandbox::prepare(&config.scope, &config.command, &config.cwd, &config.jail)
+        .map_err(ProxyError::Jail)?;
+    let log = CallLog::new(
+        &config.name,
+        config.live_log,
+        config.color,
+        config.log_file.as_deref(),
+    )
+    .map_err(ProxyError::AuditLog)?;
+    if log.live() {
+        for layer in &jail.report().layers {
+            log.note(&format!(
+                "jail {}: {:?} ({})",
+                layer.layer, layer.enforcement, layer.detail
+            ));
+        }
+        if config.jail.disabled {
+            log.note("WARNING: --no-jail: the server runs unconfined (diagnosis only)");
+        }
+    }
+    let mut child = ServerChild::spawn(jail.command(), config.max_line_bytes).map_err(|e| {
+        ProxyError::Spawn {
+            command: config.command.join(" "),
+            source: e,
+        }
+    })?;
+    tracing::debug!(pid = child.pid, "server started");
+
+    let (out_tx, out_rx) = mpsc::unbounded_channel::<Bytes>();
+    let writer = tokio::spawn(write_loop(client_out, out_rx));
+    let mut client = FramedReader::new(client_in, config.max_line_bytes);
+
+    let nonce = format!(
+        "{:x}{:x}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0)
+    );
+    let mut router = Router {
+        ctx: ResolveContext {
+            cwd: config.cwd.clone(),
+            home: config.home.clone(),
+        },
+        scope: config.scope.clone(),
+        config,
+        log,
+        out: out_tx,
+        tools: HashMap::new(),
+        tools_learned: false,
+        fetching: None,
+        fetch_failed: false,
+        pending: HashMap::new(),
+        own: HashMap::new(),
+        own_prefix: format!("mcpjail-{nonce}-"),
+        own_counter: 0,
+        held: VecDeque::new(),
+        client_meta: None,
+        saw_initialize: false,
+    };
+
+    let mut client_eof = false;
+    // Once the session is ending: when to escalate to SIGTERM, then SIGKILL.
+    let mut deadline: Option<(Instant, u8)> = None;
+    let grace = router.config.grace;
+
+    loop {
+        let fetch_deadline = router.fetching.map(|t| t + FETCH_TIMEOUT);
+        tokio::select! {
+            _ = shutdown.cancelled(), if deadline.is_none() => {
+                tracing::info!("signal received: shutting the server down");
+                client_eof = true;
+                child.close_stdin();
+                deadline = Some((Instant::now() + grace, 0));
+            }
+            frame = client.next_frame(), if !client_eof => {
+                match frame {
+                    Ok(Some(frame)) => router.on_client_frame(frame, &mut child, true),
+                    Ok(None) | Err(_) => {
+                        tracing::debug!("client closed its side: closing the server's stdin");
+                        client_eof = true;
+                        child.close_stdin();
+                        if deadline.is_none() {
+                            deadline = Some((Instant::now() + grace, 0));
+                        }
+                    }
+                }
+            }
+            frame = child.stdout.next_frame(), if !child.stdout_eof => {
+                match frame {
+                    Ok(Some(frame)) => router.on_server_frame(frame, &mut child),
+                    Ok(None) | Err(_) => {
+                        child.stdout_eof = true;
+                        if deadline.is_none() {
+                            deadline = Some((Instant::now() + grace, 0));
+                        }
+                    }
+                }
+            }
+            status = child.process.wait(), if child.stdout_eof && child.status.is_none() => {
+                match status {
+                    Ok(status) => child.status = Some(status),
+                    Err(err) => return Err(ProxyError::Wait(err)),
+                }
+            }
+            _ = sleep_until_opt(fetch_deadline) => {
+                tracing::warn!("the server did not answer the proxy's tools/list in time; judging calls by their values");
+                router.fetching = None;
+                router.fetch_failed = true;
+                router.release_held(&mut child);
+            }
+            _ = sleep_until_opt(deadline.map(|d| d.0)) => {
+                if let Some((_, stage)) = deadline {
+                    if stage == 0 {
+                        tracing::info!(pid = child.pid, "server still running: SIGTERM");
+                        child.terminate();
+                        deadline = Some((Instant::now() + grace, 1));
+                    } else {
+                        tracing::warn!(pid = child.pid, "server ignored SIGTERM: SIGKILL");
+                        let _ = child.process.start_kill();
+                        deadline = Some((Instant::now() + Duration::from_secs(3600), 2));
+                    }
+                }
+            }
+        }
+        if child.status.is_some() {
+            break;
+        }
+        // The server's stdout closed but it has not exited: keep waiting (escalation above).
+        // The client may still be talking: its requests get errors once the server is gone.
+    }
+
+    let status = child.status.map(exit_code).unwrap_or(1);
+    router.fail_in_flight(status);
+    drop(router);
+    let _ = writer.await;
+    Ok(status)
+}
+
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(mut w: W, mut rx: mpsc::UnboundedReceiver<Bytes>) {
+    let mut broken = false;
+    while let Some(msg) = rx.recv().await {
+        if broken {
+            continue;
+        }
+        if w.write_all(&msg).await.is_err() {
+            broken = true;
+            continue;
+        }
+        while let Ok(more) = rx.try_recv() {
+            if w.write_all(&more).await.is_err() {
+                broken = true;
+                break;
+            }
+        }
+        if !broken && w.flush().await.is_err() {
+            broken = true;
+        }
+    }
+    let _ = w.flush().await;
+}
+
+/// A line with its terminator: frames at EOF may lack one, and the peer needs it.
+fn terminated(line: Bytes) -> Bytes {
+    if line.ends_with(b"\n") {
+        line
+    } else {
+        let mut v = line.to_vec();
+        v.push(b'\n');
+        Bytes::from(v)
+    }
+}
+
+impl Router {
+    fn reply(&self, line: Vec<u8>) {
+        let _ = self.out.send(Bytes::from(line));
+    }
+
+    fn next_own_id(&mut self) -> String {
+        self.own_counter += 1;
+        format!("{}{}", self.own_prefix, self.own_counter)
+    }
+
+    // ---------------------------------------------------------------- client → server
+
+    fn on_client_frame(&mut self, frame: Frame, child: &mut ServerChild, may_hold: bool) {
+        let line = match frame {
+            Frame::TooLong { len } => {
+                tracing::warn!(len, "client message over --max-line-bytes refused");
+                self.reply(message::error_line(
+                    None,
+                    code::INVALID_REQUEST,
+                    &format!(
+                        "message of {len} bytes is over the proxy's limit of {} bytes (--max-line-bytes)",
+                        self.config.max_line_bytes
+                    ),
+                    None,
+                ));
+                return;
+            }
+            Frame::Line(line) => line,
+        };
+        if may_hold && !self.held.is_empty() {
+            // Keep the client's order: nothing overtakes a held call.
+            self.held.push_back(line);
+            return;
+        }
+        let content = Frame::content(&line);
+        let env = match message::parse_envelope(content) {
+            Ok(env) => env,
+            Err(bad) => {
+                self.refuse_malformed(&bad, None);
+                return;
+            }
+        };
+        let raw_id = env.id.map(|id| id.get().to_string());
+        let Some(method) = env.method.as_deref() else {
+            // A response to a server→client request (roots/list, sampling, elicitation).
+            if env.id.is_none() || (env.result.is_none() && env.error.is_none()) {
+                self.refuse_malformed(
+                    &Malformed::Invalid("a message without a method must be a response".into()),
+                    raw_id.as_deref(),
+                );
+                return;
+            }
+            child.send(terminated(line.clone()));
+            return;
+        };
+        let method = method.to_string();
+        if let Some(id) = env.id {
+            if self.own.contains_key(&message::id_key(id)) {
+                self.refuse_malformed(
+                    &Malformed::Invalid(format!(
+                        "request id {} is in use by the proxy; use another id",
+                        id.get()
+                    )),
+                    raw_id.as_deref(),
+                );
+                return;
+            }
+        }
+        let kind = match method.as_str() {
+            "initialize" => Kind::Initialize,
+            "server/discover" => Kind::Discover,
+            "tools/list" => Kind::ToolsList,
+            "tools/call" => Kind::ToolsCall,
+            "resources/read" => Kind::ResourcesRead,
+            _ => Kind::Other,
+        };
+        if !self.saw_initialize {
+            if let Some(meta) = env
+                .params
+                .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                .and_then(|p| p.get("_meta").cloned())
+            {
+                self.client_meta = Some(meta);
+            }
+        }
+        match kind {
+            Kind::ToolsCall | Kind::ResourcesRead => {
+                self.on_checked_request(line.clone(), &env, kind, child, may_hold);
+            }
+            _ => {
+                if kind == Kind::Initialize {
+                    self.saw_initialize = true;
+                }
+                child.send(terminated(line.clone()));
+                if let Some(id) = env.id {
+                    self.pending.insert(
+                        message::id_key(id),
+                        Pending {
+                            raw_id: id.get().to_string(),
+                            kind,
+                            started: Instant::now(),
+                            record: None,
+                        },
+                    );
+                }
+                if method == "notifications/initialized" {
+                    self.start_fetch(child);
+                }
+            }
+        }
+    }
+
+    fn refuse_malformed(&self, bad: &Malformed, id: Option<&str>) {
+        tracing::warn!("refused a client message: {}", bad.message());
+        self.reply(message::error_line(id, bad.code(), bad.message(), None));
+    }
+
+    fn on_checked_request(
+        &mut self,
+        line: Bytes,
+        env: &Envelope<'_>,
+        kind: Kind,
+        child: &mut ServerChild,
+        may_hold: bool,
+    ) {
+        let raw_id = env.id.map(|id| id.get().to_string());
+        let started = Instant::now();
+        let params_text = env.params.map(|p| p.get()).unwrap_or("{}");
+        // Two equal keys could be read one way here and another way by the server.
+        let params: Value = match message::find_duplicate_key(params_text) {
+            Ok(None) => match serde_json::from_str(params_text) {
+                Ok(v) => v,
+                Err(e) => {
+                    self.refuse_malformed(
+                        &Malformed::Invalid(format!("bad params: {e}")),
+                        raw_id.as_deref(),
+                    );
+                    return;
+                }
+            },
+            Ok(Some(key)) => {
+                let msg = format!("duplicate key `{key}` in params: refused, because the proxy and the server could read different values");
+                self.answer_invalid_params(raw_id.as_deref(), &msg, kind, started);
+                return;
+            }
+            Err(e) => {
+                self.refuse_malformed(
+                    &Malformed::Invalid(format!("bad params: {e}")),
+                    raw_id.as_deref(),
+                );
+                return;
+            }
+        };
+        let (verdict, tool, arguments) = if kind == Kind::ToolsCall {
+            let Some(name) = params.get("name").and_then(Value::as_str) else {
+                self.answer_invalid_params(
+                    raw_id.as_deref(),
+                    "tools/call needs a string `name`",
+                    kind,
+                    started,
+                );
+                return;
+            };
+            let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
+            let arguments = if arguments.is_null() {
+                json!({})
+            } else {
+                arguments
+            };
+            if !arguments.is_object() {
+                self.answer_invalid_params(
+                    raw_id.as_deref(),
+                    "tools/call `arguments` must be an object",
+                    kind,
+                    started,
+                );
+                return;
+            }
+            let known = self.tools.get(name);
+            if known.is_none()
+                && may_hold
+                && !self.fetch_failed
+                && (self.fetching.is_some() || !self.tools_learned)
+            {
+                // Judge it with the schema, not guesses: wait for the tool list.
+                self.held.push_back(line);
+                self.start_fetch(child);
+                return;
+            }
+            let verdict = check::check_tool_call(&self.scope, &self.ctx, known, &arguments);
+            (verdict, Some(name.to_string()), Some(arguments))
+        } else {
+            let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+                self.answer_invalid_params(
+                    raw_id.as_deref(),
+                    "resources/read needs a string `uri`",
+                    kind,
+                    started,
+                );
+                return;
+            };
+            if !uri
+                .get(..5)
+                .is_some_and(|s| s.eq_ignore_ascii_case("file:"))
+            {
+                // Not a file: the proxy has nothing to check; the server answers.
+                self.forward_request(line, env, kind, started, None, child);
+                return;
+            }
+            (
+                check::check_resource_read(&self.scope, &self.ctx, uri),
+                None,
+                Some(json!({ "uri": uri })),
+            )
+        };
+        let record = self.record_for(&raw_id, kind, tool, &verdict, arguments);
+        match verdict.refusal {
+            None => self.forward_request(line, env, kind, started, record, child),
+            Some(refusal) => self.answer_denial(raw_id.as_deref(), &refusal, kind, started, record),
+        }
+    }
+
+    fn record_for(
+        &self,
+        raw_id: &Option<String>,
+        kind: Kind,
+        tool: Option<String>,
+        verdict: &Verdict,
+        arguments: Option<Value>,
+    ) -> Option<CallRecord> {
+        if !self.log.enabled() {
+            return None;
+        }
+        Some(CallRecord {
+            id: raw_id.clone().unwrap_or_default(),
+            method: if kind == Kind::ToolsCall {
+                "tools/call".into()
+            } else {
+                "resources/read".into()
+            },
+            tool,
+            paths: verdict
+                .paths
+                .iter()
+                .map(|p| {
+                    p.resolved
+                        .as_ref()
+                        .map(|r| r.display().to_string())
+                        .unwrap_or_else(|| p.raw.clone())
+                })
+                .collect(),
+            allowed: verdict.allowed(),
+            reason: verdict.refusal.as_ref().map(|r| r.reason.clone()),
+            latency: Duration::ZERO,
+            result_bytes: 0,
+            arguments,
+            outcome: "ok",
+        })
+    }
+
+    fn forward_request(
+        &mut self,
+        line: Bytes,
+        env: &Envelope<'_>,
+        kind: Kind,
+        started: Instant,
+        record: Option<CallRecord>,
+        child: &mut ServerChild,
+    ) {
+        child.send(terminated(line));
+        if let Some(id) = env.id {
+            self.pending.insert(
+                message::id_key(id),
+                Pending {
+                    raw_id: id.get().to_string(),
+                    kind,
+                    started,
+                    record,
+                },
+            );
+        }
+    }
+
+    fn answer_denial(
+        &mut self,
+        raw_id: Option<&str>,
+        refusal: &Refusal,
+        kind: Kind,
+        started: Instant,
+        record: Option<CallRecord>,
+    ) {
+        tracing::info!("denied: {}", refusal.text());
+        let Some(id) = raw_id else {
+            // A notification cannot be answered; it is simply not forwarded.
+            return;
+        };
+        let line = if kind == Kind::ToolsCall && self.config.deny_as == DenyMode::Result {
+            message::result_line(id, refusal.as_tool_result())
+        } else {
+            message::error_line(
+                Some(id),
+                code::INVALID_PARAMS,
+                &refusal.text(),
+                Some(json!({"mcpjail/denial": refusal.details()})),
+            )
+        };
+        if let Some(mut rec) = record {
+            rec.latency = started.elapsed();
+            rec.result_bytes = line.len();
+            rec.outcome = "denied";
+            self.log.record(&rec);
+        }
+        self.reply(line);
+    }
+
+    fn answer_invalid_params(
+        &mut self,
+        raw_id: Option<&str>,
+        msg: &str,
+        kind: Kind,
+        started: Instant,
+    ) {
+        let refusal = check::unjudgeable(msg);
+        let line = message::error_line(
+            raw_id,
+            code::INVALID_PARAMS,
+            &refusal.text(),
+            Some(json!({"mcpjail/denial": refusal.details()})),
+        );
+        let mut log = CallRecord {
+            id: raw_id.unwrap_or_default().to_string(),
+            method: if kind == Kind::ToolsCall {
+                "tools/call"
+            } else {
+                "resources/read"
+            }
+            .into(),
+            tool: None,
+            paths: Vec::new(),
+            allowed: false,
+            reason: Some(msg.to_string()),
+            latency: started.elapsed(),
+            result_bytes: line.len(),
+            arguments: None,
+            outcome: "denied",
+        };
+        if self.log.enabled() {
+            log.latency = started.elapsed();
+            self.log.record(&log);
+        }
+        tracing::warn!("refused a call: {msg}");
+        self.reply(line);
+    }
+
+    /// Ask the server for its tools with a proxy-owned id (answered to the proxy only).
+    fn start_fetch(&mut self, child: &mut ServerChild) {
+        if self.fetching.is_some() {
+            return;
+        }
+        self.fetch_page(None, child);
+    }
+
+    fn fetch_page(&mut self, cursor: Option<Value>, child: &mut ServerChild) {
+        let id = self.next_own_id();
+        let mut params = serde_json::Map::new();
+        if let Some(cursor) = cursor {
+            params.insert("cursor".into(), cursor);
+        }
+        if !self.saw_initialize {
+            if let Some(meta) = &self.client_meta {
+                params.insert("_meta".into(), meta.clone());
+            }
+        }
+        let req = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params});
+        let mut line = req.to_string().into_bytes();
+        line.push(b'\n');
+        self.own
+            .insert(Value::String(id).to_string(), Own::ToolsList);
+        self.fetching = Some(Instant::now());
+        child.send(Bytes::from(line));
+    }
+
+    /// Re-run held client frames now that the tool list is known (or will not be).
+    fn release_held(&mut self, child: &mut ServerChild) {
+        let held: Vec<Bytes> = self.held.drain(..).collect();
+        for line in held {
+            self.on_client_frame(Frame::Line(line), child, false);
+        }
+    }
+
+    fn learn_tools(&mut self, result: &str) -> Option<Value> {
+        let result: Value = serde_json::from_str(result).ok()?;
+        if let Some(tools) = result.get("tools").and_then(Value::as_array) {
+            for tool in tools {
+                if let Some(info) = ToolInfo::from_tool(tool) {
+                    self.tools.insert(info.name.clone(), info);
+                } else if let Some(name) = tool.get("name").and_then(Value::as_str) {
+                    // A tool we cannot read the schema of is judged by value heuristics.
+                    self.tools.remove(name);
+                }
+            }
+            self.tools_learned = true;
+        }
+        result.get("nextCursor").filter(|c| !c.is_null()).cloned()
+    }
+
+    // ---------------------------------------------------------------- server → client
+
+    fn on_server_frame(&mut self, frame: Frame, child: &mut ServerChild) {
+        let line = match frame {
+            Frame::TooLong { len } => {
+                tracing::error!(
+                    len,
+                    "the server sent a message over --max-line-bytes; it was dropped"
+                );
+                return;
+            }
+            Frame::Line(line) => line,
+        };
+        let env = match message::parse_envelope(Frame::content(&line)) {
+            Ok(env) => env,
+            Err(_) => {
+                // Not ours to judge: the client sees exactly what the server sent.
+                let _ = self.out.send(terminated(line));
+                return;
+            }
+        };
+        if let Some(method) = env.method.as_deref() {
+            if method == "notifications/tools/list_changed" {
+                let _ = self.out.send(terminated(line.clone()));
+                self.fetching = None;
+                self.fetch_failed = false;
+                self.start_fetch(child);
+                return;
+            }
+            let _ = self.out.send(terminated(line.clone()));
+            return;
+        }
+        let Some(id) = env.id else {
+            let _ = self.out.send(terminated(line.clone()));
+            return;
+        };
+        let key = message::id_key(id);
+        if let Some(own) = self.own.remove(&key) {
+            match own {
+                Own::ToolsList => {
+                    let next = match env.result {
+                        Some(result) => self.learn_tools(result.get()),
+                        None => {
+                            tracing::warn!("the server refused the proxy's tools/list; judging calls by their values");
+                            self.fetch_failed = true;
+                            None
+                        }
+                    };
+                    match next {
+                        Some(cursor) if !self.fetch_failed => {
+                            self.fetching = None;
+                            self.fetch_page(Some(cursor), child);
+                        }
+                        _ => {
+                            self.fetching = None;
+                            self.release_held(child);
+                        }
+                    }
+                }
+            }
+            return;
+        }
+        let pending = self.pending.remove(&key);
+        let discover_done = matches!(&pending, Some(p) if p.kind == Kind::Discover);
+        if let Some(p) = pending {
+            if p.kind == Kind::ToolsList {
+                if let Some(result) = env.result {
+                    let _ = self.learn_tools(result.get());
+                }
+            }
+            if let Some(mut rec) = p.record {
+                rec.latency = p.started.elapsed();
+                rec.result_bytes = line.len();
+                if env.error.is_some() {
+                    rec.outcome = "error";
+                }
+                self.log.record(&rec);
+            }
+        }
+        let _ = self.out.send(terminated(line));
+        if discover_done && !self.saw_initialize && !self.tools_learned {
+            self.start_fetch(child);
+        }
+    }
+
+    /// The server is gone: every request it will never answer gets an error.
+    fn fail_in_flight(&mut self, status: i32) {
+        let msg = format!("the MCP server exited (status {status}) before answering");
+        let held: Vec<Bytes> = self.held.drain(..).collect();
+        for line in held {
+            if let Ok(env) = message::parse_envelope(Frame::content(&line)) {
+                if let (Some(id), Some(_)) = (env.id, env.method.as_deref()) {
+                    self.reply(message::error_line(
+                        Some(id.get()),
+                        code::INTERNAL_ERROR,
+                        &msg,
+                        None,
+                    ));
+                }
+            }
+        }
+        let mut pending: Vec<Pending> = self.pending.drain().map(|(_, p)| p).collect();
+        pending.sort_by_key(|p| p.started);
+        for p in pending {
+            if let Some(mut rec) = p.record {
+                rec.latency = p.started.elapsed();
+                rec.outcome = "server_exited";
+                self.log.record(&rec);
+            }
+            self.reply(message::error_line(
+                Some(&p.raw_id),
+                code::INTERNAL_ERROR,
+                &msg,
+                None,
+            ));
+        }
+    }
+}
