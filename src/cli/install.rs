@@ -1,15 +1,26 @@
-//! `mcpjail install`, `uninstall` and `status`.
+//! `mcpjail install`, `uninstall` and `status`: the clap arguments and the command functions.
+//!
+//! The library (`crate::clients`) finds, plans, verifies and writes; this file resolves the
+//! settings (HOME, project dir, proxy path, TTY), prints diffs and tables, asks for
+//! confirmation and maps outcomes to exit codes (0 ok, 1 something was refused or left
+//! untouched).
 
-use std::path::PathBuf;
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::Args;
 
-use super::GlobalArgs;
+use super::{GlobalArgs, UserError};
+use crate::clients::apply::{self, FilePlan, Problem};
+use crate::clients::scan::{self, FileScan};
+use crate::clients::{self, diff, record, ClientId, HostEnv};
 
 #[derive(Debug, Clone, Args)]
 pub struct InstallArgs {
-    /// Only this client (repeatable).
+    /// Only this client (repeatable): claude-desktop, claude-code, cursor, vscode,
+    /// vscode-insiders, windsurf, gemini, cline, zed, codex.
     #[arg(long = "client", value_name = "NAME")]
     pub clients: Vec<String>,
     /// Project directory whose project-scoped configs are included (default: the cwd).
@@ -24,24 +35,34 @@ pub struct InstallArgs {
     /// Write even where a running client may overwrite the file.
     #[arg(long)]
     pub force: bool,
+    /// The mcpjail-proxy binary to put in the configs (default: the one next to this mcpjail).
+    #[arg(long, value_name = "PATH")]
+    pub proxy: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct UninstallArgs {
+    /// Only this client (repeatable).
     #[arg(long = "client", value_name = "NAME")]
     pub clients: Vec<String>,
+    /// Unused by uninstall beyond locating files: every recorded install is undone, whatever
+    /// project it was made in.
     #[arg(long, value_name = "DIR")]
     pub project: Option<PathBuf>,
+    /// Show the diff and stop.
     #[arg(long)]
     pub dry_run: bool,
+    /// Do not ask for confirmation.
     #[arg(long)]
     pub yes: bool,
+    /// Write even where a running client may overwrite the file.
     #[arg(long)]
     pub force: bool,
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct StatusArgs {
+    /// Project directory whose project-scoped configs are included (default: the cwd).
     #[arg(long, value_name = "DIR")]
     pub project: Option<PathBuf>,
     /// Machine-readable output.
@@ -49,17 +70,397 @@ pub struct StatusArgs {
     pub json: bool,
 }
 
+fn parse_clients(names: &[String]) -> anyhow::Result<Vec<ClientId>> {
+    names
+        .iter()
+        .map(|n| {
+            ClientId::parse(n).ok_or_else(|| {
+                let known: Vec<&str> = ClientId::ALL.iter().map(|c| c.as_str()).collect();
+                UserError::new(format!("unknown client `{n}`"))
+                    .with_hint(format!("use one of: {}", known.join(", ")))
+                    .into()
+            })
+        })
+        .collect()
+}
+
+fn project_dir(arg: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    let dir = match arg {
+        Some(d) => d,
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    std::fs::canonicalize(&dir).map_err(|e| {
+        UserError::new(format!("project directory {}: {e}", dir.display()))
+            .with_hint("pass an existing directory with --project DIR")
+            .into()
+    })
+}
+
+fn host() -> anyhow::Result<HostEnv> {
+    Ok(HostEnv::from_env()?)
+}
+
+/// `~/…` for paths under HOME (shorter tables and diffs).
+fn display_path(host: &HostEnv, path: &Path) -> String {
+    match path.strip_prefix(&host.home) {
+        Ok(rest) => format!("~/{}", rest.display()),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+fn stdout_color(global: &GlobalArgs) -> bool {
+    match global.color {
+        super::ColorChoice::Always => true,
+        super::ColorChoice::Never => false,
+        super::ColorChoice::Auto => {
+            std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal()
+        }
+    }
+}
+
+fn resolve_proxy(arg: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    let path = match arg {
+        Some(p) => std::path::absolute(&p)
+            .with_context(|| format!("cannot make {} absolute", p.display()))?,
+        None => {
+            let exe = std::env::current_exe().context("cannot find the running mcpjail binary")?;
+            let name = if cfg!(windows) {
+                "mcpjail-proxy.exe"
+            } else {
+                "mcpjail-proxy"
+            };
+            exe.with_file_name(name)
+        }
+    };
+    if !path.is_file() {
+        return Err(UserError::new(format!(
+            "mcpjail-proxy not found at {}",
+            path.display()
+        ))
+        .with_hint(
+            "install both binaries side by side (cargo install puts them together), or pass --proxy PATH",
+        )
+        .into());
+    }
+    Ok(path)
+}
+
+fn print_problems(host: &HostEnv, problems: &[Problem]) {
+    for p in problems {
+        match &p.server {
+            Some(s) => eprintln!(
+                "warning: {}: server `{s}`: {}",
+                display_path(host, &p.file),
+                p.message
+            ),
+            None => eprintln!("warning: {}: {}", display_path(host, &p.file), p.message),
+        }
+    }
+}
+
+fn print_diffs(host: &HostEnv, plans: &[FilePlan], color: bool) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    for plan in plans {
+        let shown = display_path(host, &plan.file.path);
+        let d = diff::unified(
+            &format!("/{}", shown.trim_start_matches('/')),
+            &plan.original,
+            &plan.new,
+        );
+        let d = if color { diff::colorize(&d) } else { d };
+        writeln!(out, "# {} ({})", shown, plan.file.client)?;
+        out.write_all(d.as_bytes())?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Ask on a terminal; refuse without one unless `--yes`.
+fn confirm(yes: bool, what: &str) -> anyhow::Result<bool> {
+    if yes {
+        return Ok(true);
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err(UserError::new(format!(
+            "not {what} without confirmation: stdin is not a terminal"
+        ))
+        .with_hint("review the diff above (or run with --dry-run), then re-run with --yes")
+        .into());
+    }
+    eprint!("Go ahead and {what} these files? [y/N] ");
+    std::io::stderr().flush()?;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    Ok(matches!(line.trim(), "y" | "Y" | "yes" | "YES" | "Yes"))
+}
+
+/// Which plans a running client forbids writing now (checked before asking, and again
+/// right before writing).
+fn print_refusals(host: &HostEnv, plans: &[FilePlan], force: bool) {
+    for plan in plans {
+        if let Some(why) = apply::refusal(plan) {
+            let shown = display_path(host, &plan.file.path);
+            if force {
+                eprintln!("warning: {shown}: {why}; will write anyway (--force)");
+            } else {
+                eprintln!("warning: {shown} will be refused: {why}");
+            }
+        }
+    }
+}
+
+/// Write each plan unless refused; returns how many failed or were refused.
+fn commit_all(
+    host: &HostEnv,
+    plans: &[FilePlan],
+    force: bool,
+    quiet: bool,
+    verb: &str,
+    commit: impl Fn(&FilePlan) -> Result<(), clients::ClientsError>,
+) -> usize {
+    let mut failed = 0;
+    for plan in plans {
+        let shown = display_path(host, &plan.file.path);
+        if let Some(why) = apply::refusal(plan) {
+            if force {
+                eprintln!("warning: {why}; writing anyway (--force)");
+            } else {
+                eprintln!(
+                    "refused: {shown}: {why}\nhint: quit {} first, or re-run with --force",
+                    plan.file.client
+                );
+                failed += 1;
+                continue;
+            }
+        }
+        match commit(plan) {
+            Ok(()) => {
+                for note in &plan.notes {
+                    eprintln!("note: {shown}: {note}");
+                }
+                if !quiet {
+                    eprintln!("{verb} {shown} ({} servers)", plan.changes.len());
+                }
+            }
+            Err(e) => {
+                eprintln!("error: {shown}: {e}");
+                failed += 1;
+            }
+        }
+    }
+    failed
+}
+
 pub fn run_install(args: InstallArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
-    let _ = (args, global);
-    anyhow::bail!("install is not built yet")
+    let host = host()?;
+    let clients = parse_clients(&args.clients)?;
+    let project = project_dir(args.project)?;
+    let proxy = resolve_proxy(args.proxy)?;
+    let scans = scan::scan_all(&host, &project, &clients);
+    for scan in scans.iter().filter(|_| !global.quiet) {
+        for e in &scan.entries {
+            if let (Some(why), false) = (&e.skipped, e.wrapped) {
+                eprintln!(
+                    "skipped: {} `{}` ({}): {why}",
+                    display_path(&host, &e.file),
+                    e.name,
+                    e.transport
+                );
+            }
+            for w in e.warnings.iter().filter(|_| e.wrappable()) {
+                eprintln!(
+                    "warning: {} `{}`: {w}",
+                    display_path(&host, &e.file),
+                    e.name
+                );
+            }
+        }
+    }
+    let (plans, problems) = apply::plan_install(&scans, &proxy);
+    print_problems(&host, &problems);
+    if plans.is_empty() {
+        eprintln!("nothing to wrap: every local server is already wrapped or skipped");
+        return Ok(exit_for(problems.len()));
+    }
+    print_diffs(&host, &plans, stdout_color(global))?;
+    print_refusals(&host, &plans, args.force);
+    if args.dry_run {
+        return Ok(exit_for(problems.len()));
+    }
+    if !confirm(args.yes, "write")? {
+        eprintln!("nothing written");
+        return Ok(ExitCode::from(1));
+    }
+    let installs = host.installs_dir();
+    let failed = commit_all(&host, &plans, args.force, global.quiet, "wrapped", |plan| {
+        apply::commit_install(plan, &installs).map(|_| ())
+    });
+    if failed == 0 && problems.is_empty() && !global.quiet {
+        eprintln!(
+            "done: backups and records in {}; undo with `mcpjail uninstall`",
+            display_path(&host, &installs)
+        );
+    }
+    Ok(exit_for(failed + problems.len()))
+}
+
+fn exit_for(failures: usize) -> ExitCode {
+    if failures == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }
 
 pub fn run_uninstall(args: UninstallArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
-    let _ = (args, global);
-    anyhow::bail!("uninstall is not built yet")
+    let host = host()?;
+    let clients = parse_clients(&args.clients)?;
+    let records = record::load_all(&host.installs_dir())?;
+    let mut files: Vec<clients::ConfigFile> = Vec::new();
+    for (_, rec) in &records {
+        let Some(client) = ClientId::parse(&rec.client) else {
+            continue;
+        };
+        if rec.undone.is_some() || (!clients.is_empty() && !clients.contains(&client)) {
+            continue;
+        }
+        if !files.iter().any(|f| f.path == rec.file) {
+            files.push(clients::config_file_for_record(client, rec.file.clone()));
+        }
+    }
+    let (plans, problems) = apply::plan_uninstall(records, &files);
+    print_problems(&host, &problems);
+    if plans.is_empty() {
+        eprintln!(
+            "nothing to undo: no install records in {}",
+            display_path(&host, &host.installs_dir())
+        );
+        return Ok(exit_for(problems.len()));
+    }
+    print_diffs(&host, &plans, stdout_color(global))?;
+    print_refusals(&host, &plans, args.force);
+    if args.dry_run {
+        return Ok(exit_for(problems.len()));
+    }
+    if !confirm(args.yes, "write")? {
+        eprintln!("nothing written");
+        return Ok(ExitCode::from(1));
+    }
+    let failed = commit_all(
+        &host,
+        &plans,
+        args.force,
+        global.quiet,
+        "restored",
+        apply::commit_uninstall,
+    );
+    Ok(exit_for(failed + problems.len()))
+}
+
+#[derive(serde::Serialize)]
+struct StatusJson<'a> {
+    files: Vec<FileJson<'a>>,
+    servers: Vec<&'a scan::ServerEntry>,
+}
+
+#[derive(serde::Serialize)]
+struct FileJson<'a> {
+    client: ClientId,
+    file: &'a Path,
+    scope: clients::Scope,
+    error: Option<&'a str>,
+    servers: usize,
 }
 
 pub fn run_status(args: StatusArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
-    let _ = (args, global);
-    anyhow::bail!("status is not built yet")
+    let host = host()?;
+    let project = project_dir(args.project)?;
+    let scans: Vec<FileScan> = scan::scan_all(&host, &project, &[])
+        .into_iter()
+        .filter(|s| s.text.is_some() || s.error.is_some())
+        .collect();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let status = StatusJson {
+            files: scans
+                .iter()
+                .map(|s| FileJson {
+                    client: s.file.client,
+                    file: &s.file.path,
+                    scope: s.file.scope,
+                    error: s.error.as_deref(),
+                    servers: s.entries.len(),
+                })
+                .collect(),
+            servers: scans.iter().flat_map(|s| s.entries.iter()).collect(),
+        };
+        serde_json::to_writer_pretty(&mut out, &status)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for s in &scans {
+        if let Some(err) = &s.error {
+            eprintln!("warning: {}: {err}", display_path(&host, &s.file.path));
+        }
+    }
+    let color = stdout_color(global);
+    let header = ["CLIENT", "FILE", "SCOPE", "SERVER", "TRANSPORT", "WRAPPED"];
+    let mut rows: Vec<[String; 6]> = Vec::new();
+    for s in &scans {
+        for e in &s.entries {
+            let wrapped = if e.wrapped {
+                "yes".to_string()
+            } else if e.skipped.is_some() {
+                "skipped".to_string()
+            } else {
+                "no".to_string()
+            };
+            rows.push([
+                e.client.to_string(),
+                display_path(&host, &e.file),
+                e.scope.to_string(),
+                e.name.clone(),
+                e.transport.clone(),
+                wrapped,
+            ]);
+        }
+    }
+    if rows.is_empty() {
+        eprintln!("no MCP servers found in any known client config");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut widths = header.map(str::len);
+    for r in &rows {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String; 6]| -> String {
+        let mut s = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            if i == 5 {
+                s.push_str(cell);
+            } else {
+                s.push_str(&format!("{cell:<w$}  "));
+            }
+        }
+        s
+    };
+    let head = line(&header.map(String::from));
+    if color {
+        writeln!(out, "\x1b[1m{head}\x1b[0m")?;
+    } else {
+        writeln!(out, "{head}")?;
+    }
+    for r in &rows {
+        let text = line(r);
+        let text = match (color, r[5].as_str()) {
+            (true, "yes") => format!("\x1b[32m{text}\x1b[0m"),
+            (true, "no") => format!("\x1b[33m{text}\x1b[0m"),
+            (true, _) => format!("\x1b[2m{text}\x1b[0m"),
+            _ => text,
+        };
+        writeln!(out, "{text}")?;
+    }
+    Ok(ExitCode::SUCCESS)
 }

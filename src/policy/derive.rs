@@ -1,9 +1,36 @@
-//! Building a Scope: policy file → server argv → flags, plus the always-denied set.
+//! Building a Scope: policy file → server argv (and path-naming env vars) → flags, plus the
+//! always-denied set.
 //!
-//! INTERFACE FIXED — bodies to be written by the policy work.
+//! Sources, each adding to the scope (DESIGN.md "Derivation"):
+//! 1. a policy file: `--policy FILE`, else `$XDG_CONFIG_HOME/mcpjail/servers/<name>.toml` if it
+//!    exists (see [`PolicyFile`] for the schema; relative paths in it are relative to the file's
+//!    directory; unknown keys are errors with their line);
+//! 2. the server's argv: positional arguments and `--flag=VALUE` values that name existing files
+//!    or directories become **write** scope (that is what the server was told it may use), except
+//!    the program, the script an interpreter runs, a package an `npx`/`uvx` runs, and anything
+//!    inside the server's install tree (`node_modules`, a venv, `site-packages`), which are
+//!    runtime and go to `exec`. Arguments that look like paths but do not exist are reported in
+//!    `notes` and not granted. A policy file with `ignore_argv = true` skips this step;
+//! 3. with [`derive_scope_with_env`], the environment variables the jail passes to the server
+//!    (`--env-keep`) whose *names* say they hold a path (`MEMORY_FILE_PATH`, `DATA_DIR`, …;
+//!    ambient ones like `HOME`, `PATH`, `XDG_*` and anything under `/etc`, `/usr`, … are
+//!    ignored): a directory is granted, a file grants its directory (servers write a temp file
+//!    next to it and rename) unless that directory is `/` or the home directory, then only the
+//!    file. The ambient environment is never used: a shell's `NIX_SSL_CERT_FILE` must not grant
+//!    `/etc/ssl/certs`;
+//! 4. `--allow-read` / `--allow-write` ([`ScopeSource::Flag`]).
+//!
+//! Tool schemas and client roots are applied later by the proxy (`ToolInfo`, `Scope::narrowed_to`).
+//! Always denied, whatever the sources say: see [`always_denied`].
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
+use super::detect::{looks_like_path, words, ToolInfo};
+use super::resolve::{resolve, ResolveContext};
+use super::scope::{validate_deny_globs, ScopeEntry, ScopeSource};
 use super::Scope;
 
 /// Everything derivation looks at.
@@ -28,6 +55,26 @@ pub struct DeriveInputs {
 pub struct Derived {
     pub scope: Scope,
     pub notes: Vec<String>,
+    /// The policy file that was read, if any.
+    pub policy_file: Option<PathBuf>,
+    /// Per-tool settings from the policy file (`[tools.NAME] read_only = true`).
+    pub tools: BTreeMap<String, ToolPolicy>,
+}
+
+impl Derived {
+    /// Does the policy file force `tool` read-only (whatever its annotations say)?
+    pub fn tool_forced_read_only(&self, tool: &str) -> bool {
+        self.tools.get(tool).is_some_and(|t| t.read_only)
+    }
+
+    /// Apply the policy file's per-tool settings to what `tools/list` said: a tool the file
+    /// marks read-only stays read-only even if the server stops saying so (call this on every
+    /// [`ToolInfo`] the proxy learns).
+    pub fn apply_tool_policy(&self, info: &mut ToolInfo) {
+        if self.tool_forced_read_only(&info.name) {
+            info.read_only = true;
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -38,8 +85,1169 @@ pub enum DeriveError {
     Resolve(#[from] super::ResolveError),
 }
 
-/// Derive the Scope for a server (see DESIGN.md "Derivation").
+/// The policy file schema (TOML):
+///
+/// ```toml
+/// read  = ["~/docs", "/srv/shared"]       # read-only roots
+/// write = ["./data"]                      # read-write roots (relative to this file)
+/// deny  = ["**/*.sqlite-journal"]         # extra deny globs (absolute or **/ patterns)
+/// ignore_argv = false                     # true: do not add paths from the server's argv
+///
+/// [tools.write_file]
+/// read_only = true                        # this tool only gets read scope
+/// ```
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyFile {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub write: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deny: Vec<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ignore_argv: bool,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tools: BTreeMap<String, ToolPolicy>,
+}
+
+/// Per-tool settings in a policy file.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ToolPolicy {
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+/// Parse a policy file's text. Errors carry the line, column and field (toml's own message).
+pub fn parse_policy_file(path: &Path, text: &str) -> Result<PolicyFile, DeriveError> {
+    let file: PolicyFile = toml::from_str(text).map_err(|e| DeriveError::PolicyFile {
+        path: path.to_path_buf(),
+        message: describe_toml_error(text, &e),
+    })?;
+    validate_deny_globs(&file.deny).map_err(|(pattern, why)| DeriveError::PolicyFile {
+        path: path.to_path_buf(),
+        message: format!(
+            "line {}: field `deny`: `{pattern}` is not a valid glob: {why}",
+            line_of(text, &pattern)
+        ),
+    })?;
+    Ok(file)
+}
+
+fn describe_toml_error(text: &str, e: &toml::de::Error) -> String {
+    let msg = e.message().trim().to_string();
+    match e.span() {
+        Some(span) => {
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            let snippet = text.lines().nth(line - 1).unwrap_or("").trim();
+            format!("line {line}: {msg} (`{snippet}`)")
+        }
+        None => msg,
+    }
+}
+
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .map(|i| i + 1)
+        .unwrap_or(0)
+}
+
+/// `$XDG_CONFIG_HOME/mcpjail` (default `~/.config/mcpjail`).
+pub fn config_dir(home: Option<&Path>) -> Option<PathBuf> {
+    xdg_dir("XDG_CONFIG_HOME", home, ".config").map(|d| d.join("mcpjail"))
+}
+
+/// `$XDG_STATE_HOME/mcpjail` (default `~/.local/state/mcpjail`).
+pub fn state_dir(home: Option<&Path>) -> Option<PathBuf> {
+    xdg_dir("XDG_STATE_HOME", home, ".local/state").map(|d| d.join("mcpjail"))
+}
+
+fn xdg_dir(var: &str, home: Option<&Path>, default: &str) -> Option<PathBuf> {
+    match std::env::var_os(var).map(PathBuf::from) {
+        // The XDG spec says relative values are invalid and must be ignored.
+        Some(p) if p.is_absolute() => Some(p),
+        _ => home.map(|h| h.join(default)),
+    }
+}
+
+/// Where `policy derive --write` saves and derivation looks for a server's policy file.
+/// `None` if `name` is not a plain file name or the config directory is unknown.
+pub fn default_policy_path(name: &str, home: Option<&Path>) -> Option<PathBuf> {
+    let plain = !name.is_empty()
+        && name != "."
+        && name != ".."
+        && !name.contains('/')
+        && !name.contains('\0');
+    if !plain {
+        return None;
+    }
+    config_dir(home).map(|d| d.join("servers").join(format!("{name}.toml")))
+}
+
+/// The always-denied globs for a user: credentials, MCP client configs, mcpjail's own state.
+/// Home-relative entries are made absolute (and glob-escaped) against the canonical `home`;
+/// `**/` entries apply anywhere.
+///
+/// SSH keys are listed by key type (`id_rsa*`, `id_ed25519*`, ...) rather than `id_*`, which
+/// would also deny source files like `id_utils.rs`.
+pub fn always_denied(home: Option<&Path>) -> Vec<String> {
+    let mut out: Vec<String> = [
+        "**/.env",
+        "**/.env.*",
+        "**/.envrc",
+        "**/*.pem",
+        "**/*.key",
+        "**/*.p12",
+        "**/*.pfx",
+        "**/id_rsa*",
+        "**/id_dsa*",
+        "**/id_ecdsa*",
+        "**/id_ed25519*",
+        "**/id_xmss*",
+        "**/.netrc",
+        "**/.git-credentials",
+        "**/.npmrc",
+        "**/.pypirc",
+        // MCP client configs (they hold other servers' commands and tokens).
+        "**/.mcp.json",
+        "**/.vscode/mcp.json",
+        "**/.cursor/mcp.json",
+        "**/claude_desktop_config.json",
+        "**/.claude/settings*.json",
+        "**/.gemini/settings.json",
+        "**/.codeium/windsurf/mcp_config.json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if let Some(home) = home {
+        let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
+        let esc = |rel: &str| format!("{}/{rel}", globset::escape(&home.to_string_lossy()));
+        for rel in [
+            ".ssh",
+            ".aws",
+            ".gnupg",
+            ".kube",
+            ".docker",
+            ".azure",
+            ".config/gcloud",
+            ".config/gh",
+            ".password-store",
+            ".claude.json",
+            ".codex/config.toml",
+            ".config/Claude",
+            ".config/Code/User/mcp.json",
+            ".config/zed/settings.json",
+        ] {
+            out.push(esc(rel));
+        }
+    }
+    for dir in [config_dir(home), state_dir(home)].into_iter().flatten() {
+        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+        out.push(globset::escape(&dir.to_string_lossy()));
+    }
+    out
+}
+
+/// Derive the Scope for a server (see DESIGN.md "Derivation" and the module docs), without
+/// looking at environment variables: the jail scrubs the server's environment, so only the
+/// variables it passes through (`--env-keep`) can name paths; give those to
+/// [`derive_scope_with_env`].
 pub fn derive_scope(inputs: &DeriveInputs) -> Result<Derived, DeriveError> {
-    let _ = inputs;
-    todo!("policy work")
+    derive_scope_with_env(inputs, &[])
+}
+
+/// [`derive_scope`] plus the environment variables the server will really get (those the jail
+/// passes through). Only variables whose names say they hold a path are looked at (see the
+/// module docs); paths under system directories are never granted from the environment.
+pub fn derive_scope_with_env(
+    inputs: &DeriveInputs,
+    env: &[(String, String)],
+) -> Result<Derived, DeriveError> {
+    let ctx = ResolveContext {
+        cwd: inputs.cwd.clone(),
+        home: inputs.home.clone(),
+    };
+    let mut scope = Scope::default();
+    let mut notes = Vec::new();
+
+    // 1. Policy file.
+    let policy_path = match &inputs.policy_file {
+        Some(p) => Some(ctx.cwd.join(p)),
+        None => default_policy_path(&inputs.name, inputs.home.as_deref()).filter(|p| p.is_file()),
+    };
+    let mut policy = PolicyFile::default();
+    if let Some(path) = &policy_path {
+        let text = std::fs::read_to_string(path).map_err(|e| DeriveError::PolicyFile {
+            path: path.clone(),
+            message: format!("cannot read it: {e}"),
+        })?;
+        policy = parse_policy_file(path, &text)?;
+        let file_ctx = ResolveContext {
+            cwd: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+            home: inputs.home.clone(),
+        };
+        for (list, write) in [(&policy.read, false), (&policy.write, true)] {
+            for raw in list {
+                let resolved = resolve(raw, &file_ctx).map_err(|e| DeriveError::PolicyFile {
+                    path: path.clone(),
+                    message: format!(
+                        "line {}: field `{}`: {raw}: {e}",
+                        line_of(&text, raw),
+                        if write { "write" } else { "read" }
+                    ),
+                })?;
+                if !resolved.exists() {
+                    notes.push(format!(
+                        "policy file entry {raw} ({}) does not exist yet",
+                        resolved.display()
+                    ));
+                }
+                let entry = ScopeEntry {
+                    path: resolved,
+                    source: ScopeSource::PolicyFile(path.clone()),
+                };
+                push_entry(
+                    if write {
+                        &mut scope.write
+                    } else {
+                        &mut scope.read
+                    },
+                    entry,
+                );
+            }
+        }
+    }
+
+    // 2. Argv.
+    let analysis = analyse_command(&inputs.command, &ctx);
+    for p in &analysis.runtime {
+        push_entry(
+            &mut scope.exec,
+            ScopeEntry {
+                path: p.clone(),
+                source: ScopeSource::Runtime,
+            },
+        );
+    }
+    if policy.ignore_argv {
+        if !analysis.data.is_empty() {
+            notes.push("the policy file sets ignore_argv: paths in the server's arguments were not granted".into());
+        }
+    } else {
+        for (raw, path) in &analysis.data {
+            if inputs
+                .home
+                .as_deref()
+                .is_some_and(|h| canonical_eq(h, path))
+                || path == Path::new("/")
+            {
+                notes.push(format!(
+                    "argument {raw} grants the whole of {} to the server",
+                    path.display()
+                ));
+            }
+            push_entry(
+                &mut scope.write,
+                ScopeEntry {
+                    path: path.clone(),
+                    source: ScopeSource::Argv(raw.clone()),
+                },
+            );
+        }
+    }
+    notes.extend(analysis.notes);
+
+    // 3. Environment variables that name paths.
+    for (key, value) in env {
+        if let Some((path, note)) = env_path(key, value, &ctx) {
+            notes.push(note);
+            push_entry(
+                &mut scope.write,
+                ScopeEntry {
+                    path,
+                    source: ScopeSource::Argv(format!("{key}={value}")),
+                },
+            );
+        }
+    }
+
+    // 4. Flags.
+    for (list, write) in [(&inputs.allow_read, false), (&inputs.allow_write, true)] {
+        for p in list {
+            let raw = p.to_string_lossy();
+            let resolved = resolve(&raw, &ctx)?;
+            if !resolved.exists() {
+                notes.push(format!(
+                    "--allow-{} {} does not exist yet",
+                    if write { "write" } else { "read" },
+                    resolved.display()
+                ));
+            }
+            let entry = ScopeEntry {
+                path: resolved,
+                source: ScopeSource::Flag,
+            };
+            push_entry(
+                if write {
+                    &mut scope.write
+                } else {
+                    &mut scope.read
+                },
+                entry,
+            );
+        }
+    }
+
+    scope.deny = always_denied(inputs.home.as_deref());
+    for d in &policy.deny {
+        if !scope.deny.contains(d) {
+            scope.deny.push(d.clone());
+        }
+    }
+
+    Ok(Derived {
+        scope,
+        notes,
+        policy_file: policy_path,
+        tools: policy.tools,
+    })
+}
+
+fn canonical_eq(a: &Path, b: &Path) -> bool {
+    std::fs::canonicalize(a).map(|a| a == b).unwrap_or(a == b)
+}
+
+fn push_entry(list: &mut Vec<ScopeEntry>, entry: ScopeEntry) {
+    if !list.iter().any(|e| e.path == entry.path) {
+        list.push(entry);
+    }
+}
+
+/// Ambient variables that name paths but are not the server's data.
+fn is_ambient_env(key: &str) -> bool {
+    const EXACT: &[&str] = &[
+        "HOME",
+        "PATH",
+        "PWD",
+        "OLDPWD",
+        "TMPDIR",
+        "TMP",
+        "TEMP",
+        "SHELL",
+        "USER",
+        "LOGNAME",
+        "NODE_PATH",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "VIRTUAL_ENV",
+        "CONDA_PREFIX",
+        "MANPATH",
+        "INFOPATH",
+        "CDPATH",
+        "GOPATH",
+        "GOROOT",
+        "JAVA_HOME",
+        "CARGO_HOME",
+        "RUSTUP_HOME",
+        "NVM_DIR",
+        "PYENV_ROOT",
+        "UV_CACHE_DIR",
+        "NPM_CONFIG_CACHE",
+        "SSH_AUTH_SOCK",
+        "KUBECONFIG",
+        "DOCKER_CONFIG",
+        "GNUPGHOME",
+        "XAUTHORITY",
+        "TERMINFO",
+        "TERMINFO_DIRS",
+        "MAIL",
+        "EDITOR",
+        "VISUAL",
+        "PAGER",
+    ];
+    const PREFIXES: &[&str] = &[
+        "XDG_", "LD_", "DYLD_", "NPM_", "CARGO_", "RUSTUP_", "PYENV_", "NVM_", "SSL_", "GIT_",
+        "MCPJAIL_",
+    ];
+    EXACT.contains(&key) || PREFIXES.iter().any(|p| key.starts_with(p))
+}
+
+/// A path an env var gives the server, and the note explaining the grant.
+fn env_path(key: &str, value: &str, ctx: &ResolveContext) -> Option<(PathBuf, String)> {
+    if is_ambient_env(key) {
+        return None;
+    }
+    let key_words = words(key);
+    let says_path = key_words.iter().any(|w| {
+        matches!(
+            w.as_str(),
+            "path" | "file" | "dir" | "directory" | "folder" | "root" | "db" | "database"
+        )
+    });
+    if !says_path || value.is_empty() || value.contains(':') && !value.starts_with("file:") {
+        return None;
+    }
+    if !(value.starts_with('/') || value.starts_with('~') || value.starts_with("$HOME")) {
+        return None;
+    }
+    let path = resolve(value, ctx).ok()?;
+    const SYSTEM: &[&str] = &[
+        "/etc", "/usr", "/lib", "/lib64", "/bin", "/sbin", "/proc", "/sys", "/dev", "/boot",
+        "/run", "/var/lib", "/opt",
+    ];
+    if SYSTEM.iter().any(|d| path.starts_with(d)) || path == Path::new("/") {
+        return None;
+    }
+    let names_file = path.is_file()
+        || (!path.exists()
+            && key_words
+                .iter()
+                .any(|w| w == "file" || w == "db" || w == "database"));
+    if !names_file {
+        return Some((
+            path.clone(),
+            format!(
+                "environment {key}={value}: the server may use {}",
+                path.display()
+            ),
+        ));
+    }
+    let parent = path.parent().map(Path::to_path_buf)?;
+    let too_broad = parent.parent().is_none()
+        || ctx
+            .home
+            .as_deref()
+            .is_some_and(|h| canonical_eq(h, &parent));
+    if too_broad || !parent.exists() {
+        Some((
+            path.clone(),
+            format!(
+                "environment {key}={value}: the server may use the file {} (its directory is not granted)",
+                path.display()
+            ),
+        ))
+    } else {
+        Some((
+            parent.clone(),
+            format!(
+                "environment {key}={value}: the server may use {} (the file's directory, for temporary files and renames)",
+                parent.display()
+            ),
+        ))
+    }
+}
+
+/// What the command line says about the server.
+#[derive(Debug, Default)]
+struct CommandAnalysis {
+    /// Program, script, package install trees (canonical).
+    runtime: Vec<PathBuf>,
+    /// (argument as written, canonical existing path) for data scope.
+    data: Vec<(String, PathBuf)>,
+    notes: Vec<String>,
+}
+
+/// The server's runtime paths as seen from its command line, canonical: the program (found on
+/// `PATH` when it has no `/`), the script an interpreter runs, and the install tree around
+/// either (the outermost `node_modules`, a venv root with `pyvenv.cfg`, or a `site-packages`
+/// directory). Cheap: a few `stat`s, no process is run. It does not list system libraries,
+/// interpreter prefixes beyond the program's own venv, or package caches (`npx`/`uvx`
+/// downloads); the sandbox's runtime discovery adds those.
+pub fn runtime_paths(command: &[String], cwd: &Path) -> Vec<PathBuf> {
+    let ctx = ResolveContext {
+        cwd: cwd.to_path_buf(),
+        home: std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from),
+    };
+    analyse_command(command, &ctx).runtime
+}
+
+/// How an interpreter's own options are laid out, to find its script.
+#[derive(Clone, Copy)]
+enum Launcher {
+    /// Not an interpreter: every argument is the server's.
+    Native,
+    /// `node [opts] script args`; `-e`/`-p` mean no script.
+    Node,
+    /// `python [opts] script args`; `-m mod` and `-c code` mean no script file.
+    Python,
+    /// `npx [opts] pkg args`, `uvx [opts] pkg args`: the package is runtime, not a path.
+    PackageRunner,
+    /// `sh [opts] script args`; `-c` means no script.
+    Shell,
+    /// `deno run [opts] script`, `uv run [opts] script`, `pnpm dlx pkg`: a subcommand first.
+    SubcommandThen(Launcher2),
+}
+
+#[derive(Clone, Copy)]
+enum Launcher2 {
+    Script,
+    Package,
+}
+
+fn launcher_for(program: &str) -> Launcher {
+    let base = Path::new(program)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let b = base.as_str();
+    let is_python = b.starts_with("python") || b.starts_with("pypy");
+    match b {
+        "node" | "nodejs" | "bun" | "tsx" | "ts-node" => Launcher::Node,
+        "npx" | "bunx" | "uvx" | "pipx" => Launcher::PackageRunner,
+        "sh" | "bash" | "dash" | "zsh" => Launcher::Shell,
+        "deno" | "uv" => Launcher::SubcommandThen(Launcher2::Script),
+        "pnpm" | "yarn" | "npm" => Launcher::SubcommandThen(Launcher2::Package),
+        _ if is_python => Launcher::Python,
+        _ => Launcher::Native,
+    }
+}
+
+/// Options of launchers that take a separate value (so the value is not the script).
+fn option_takes_value(launcher: Launcher, opt: &str) -> bool {
+    if opt.contains('=') {
+        return false;
+    }
+    match launcher {
+        Launcher::Node => matches!(
+            opt,
+            "-r" | "--require"
+                | "--import"
+                | "--loader"
+                | "--experimental-loader"
+                | "--conditions"
+                | "-C"
+                | "--env-file"
+                | "--title"
+        ),
+        Launcher::Python => matches!(opt, "-W" | "-X"),
+        Launcher::PackageRunner => matches!(
+            opt,
+            "-p" | "--package"
+                | "--from"
+                | "--with"
+                | "--python"
+                | "-c"
+                | "--call"
+                | "--spec"
+                | "--cache"
+                | "--registry"
+        ),
+        Launcher::SubcommandThen(_) => matches!(
+            opt,
+            "--with"
+                | "--from"
+                | "--python"
+                | "--directory"
+                | "--project"
+                | "-p"
+                | "--package"
+                | "--config"
+                | "--import-map"
+                | "--env-file"
+        ),
+        Launcher::Shell | Launcher::Native => false,
+    }
+}
+
+/// Where an interpreter's own arguments end.
+struct LauncherSplit {
+    /// Indexes (into the launcher's arguments) of the script, package or option values that
+    /// name runtime files.
+    runtime_args: Vec<usize>,
+    /// The index of the first argument that is the server's own.
+    server_args_start: usize,
+}
+
+fn split_launcher_args(launcher: Launcher, args: &[String]) -> LauncherSplit {
+    let mut runtime_args = Vec::new();
+    let mut i = 0usize;
+    let runner = match launcher {
+        Launcher::Native => {
+            return LauncherSplit {
+                runtime_args,
+                server_args_start: 0,
+            }
+        }
+        Launcher::SubcommandThen(kind) => {
+            // Skip the subcommand word (`run`, `dlx`, `exec`, `x`).
+            if args.first().is_some_and(|a| !a.starts_with('-')) {
+                i = 1;
+            }
+            match kind {
+                Launcher2::Script => Launcher::Node,
+                Launcher2::Package => Launcher::PackageRunner,
+            }
+        }
+        other => other,
+    };
+    while i < args.len() {
+        let a = args[i].as_str();
+        if a == "--" {
+            i += 1;
+            break;
+        }
+        if !a.starts_with('-') || a == "-" {
+            break;
+        }
+        let inline_module = runner_is_python(runner) && a.starts_with("-m") && a.len() > 2;
+        let code_or_module = match runner {
+            Launcher::Node => matches!(a, "-e" | "--eval" | "-p" | "--print"),
+            Launcher::Python => matches!(a, "-c" | "-m") || inline_module,
+            Launcher::Shell => a == "-c",
+            _ => false,
+        };
+        if code_or_module {
+            // Code or a module name follows (or is attached: `-mpkg`); no script file.
+            let start = if inline_module { i + 1 } else { i + 2 };
+            return LauncherSplit {
+                runtime_args,
+                server_args_start: start.min(args.len()),
+            };
+        }
+        if option_takes_value(runner, a) {
+            if i + 1 < args.len() {
+                runtime_args.push(i + 1);
+            }
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    if i < args.len() {
+        // The script (or package) itself.
+        runtime_args.push(i);
+        i += 1;
+    }
+    LauncherSplit {
+        runtime_args,
+        server_args_start: i.min(args.len()),
+    }
+}
+
+fn runner_is_python(l: Launcher) -> bool {
+    matches!(l, Launcher::Python)
+}
+
+fn analyse_command(command: &[String], ctx: &ResolveContext) -> CommandAnalysis {
+    let mut out = CommandAnalysis::default();
+    let Some((program, args)) = command.split_first() else {
+        return out;
+    };
+    let program_path = find_program(program, &ctx.cwd);
+    if let Some(p) = &program_path {
+        add_runtime(&mut out.runtime, p, ctx.home.as_deref());
+    }
+    // The name as typed decides the launcher (`node` may be a symlink to `nodejs`).
+    let split = split_launcher_args(launcher_for(program), args);
+    for i in split.runtime_args {
+        if let Ok(p) = resolve(&args[i], ctx) {
+            if p.exists() {
+                add_runtime(&mut out.runtime, &p, ctx.home.as_deref());
+            }
+        }
+    }
+    let server_args_start = split.server_args_start;
+
+    for a in args.iter().skip(server_args_start) {
+        let value = if a.starts_with('-') {
+            match a.split_once('=') {
+                Some((_, v)) if !v.is_empty() => v,
+                _ => continue,
+            }
+        } else {
+            a.as_str()
+        };
+        let Ok(path) = resolve(value, ctx) else {
+            if looks_like_path(value) {
+                out.notes
+                    .push(format!("argument {a} cannot be resolved; not granted"));
+            }
+            continue;
+        };
+        if !path.exists() {
+            if looks_like_path(value) {
+                out.notes.push(format!(
+                    "argument {a} looks like a path but {} does not exist; not granted \
+                     (hint: create it, or pass --allow-write {})",
+                    path.display(),
+                    path.display()
+                ));
+            }
+            continue;
+        }
+        if out.runtime.iter().any(|r| path.starts_with(r)) {
+            out.notes.push(format!(
+                "argument {a} is inside the server's runtime ({}); not data scope",
+                path.display()
+            ));
+            continue;
+        }
+        if !out.data.iter().any(|(_, p)| *p == path) {
+            out.data.push((a.clone(), path));
+        }
+    }
+    out
+}
+
+/// `program` as the OS would find it: a path if it has a `/`, else the first match on `PATH`.
+fn find_program(program: &str, cwd: &Path) -> Option<PathBuf> {
+    if program.contains('/') {
+        let p = cwd.join(program);
+        return p.exists().then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    for dir in std::env::split_paths(&path) {
+        let candidate = cwd.join(dir).join(program);
+        if candidate.is_file() {
+            return Some(candidate);
+        }
+    }
+    None
+}
+
+/// Record `p` (as typed and canonical), the install tree around it, the prefix of a program in
+/// a `bin` directory (`/opt/py/bin/python3` → `/opt/py`, where its standard library lives) and
+/// the interpreter of a `#!` script.
+///
+/// Never `/`, the home directory or one of its ancestors: a prefix that wide (`~/bin/server`
+/// gives `~`) is replaced by the file it came from.
+fn add_runtime(runtime: &mut Vec<PathBuf>, p: &Path, home: Option<&Path>) {
+    let home = home.map(|h| std::fs::canonicalize(h).unwrap_or_else(|_| h.to_path_buf()));
+    add_runtime_depth(runtime, p, home.as_deref(), 0);
+}
+
+fn add_runtime_depth(runtime: &mut Vec<PathBuf>, p: &Path, home: Option<&Path>, depth: usize) {
+    let canonical = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut roots = Vec::new();
+    for candidate in [p.to_path_buf(), canonical.clone()] {
+        roots.push(install_root(&candidate).unwrap_or_else(|| candidate.clone()));
+    }
+    if let Some(prefix) = bin_prefix(&canonical) {
+        roots.push(prefix);
+    }
+    for root in roots {
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        let too_wide = root.parent().is_none() || home.is_some_and(|h| h.starts_with(&root));
+        let root = if too_wide { canonical.clone() } else { root };
+        if !runtime.iter().any(|r| root.starts_with(r)) {
+            runtime.retain(|r| !r.starts_with(&root));
+            runtime.push(root);
+        }
+    }
+    // `#!/path/to/python` scripts (console entry points in a venv, `.bin/` shims): the
+    // interpreter is runtime too. One level is enough; a shebang chain is not followed further.
+    if depth == 0 {
+        if let Some(interp) = shebang_interpreter(&canonical) {
+            add_runtime_depth(runtime, &interp, home, depth + 1);
+        }
+    }
+}
+
+/// `<prefix>/bin/<program>` → `<prefix>`, unless the prefix is `/` (then nothing).
+fn bin_prefix(program: &Path) -> Option<PathBuf> {
+    let bin = program.parent()?;
+    if bin.file_name()? != "bin" {
+        return None;
+    }
+    let prefix = bin.parent()?;
+    (prefix.parent().is_some()).then(|| prefix.to_path_buf())
+}
+
+/// The interpreter of a `#!` script: its absolute path, or for `#!/usr/bin/env NAME` the
+/// `NAME` found on `PATH`.
+fn shebang_interpreter(script: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(script).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let end = line.iter().position(|&b| b == b'\n').unwrap_or(line.len());
+    let line = std::str::from_utf8(&line[..end]).ok()?.trim();
+    let mut words = line.split_whitespace();
+    let interp = words.next()?;
+    if interp.ends_with("/env") {
+        // `#!/usr/bin/env [-S] node`: the program is looked up on PATH.
+        let name = words.find(|w| !w.starts_with('-'))?;
+        return find_program(name, Path::new("/"));
+    }
+    let path = PathBuf::from(interp);
+    (path.is_absolute() && path.exists()).then_some(path)
+}
+
+/// The install tree a program or script lives in: the outermost `node_modules`, a venv (an
+/// ancestor with `pyvenv.cfg`), or a `site-packages`/`dist-packages` directory.
+fn install_root(p: &Path) -> Option<PathBuf> {
+    let mut found = None;
+    for anc in p.ancestors().skip(1) {
+        let name = anc.file_name().map(|n| n.to_string_lossy().into_owned());
+        match name.as_deref() {
+            Some("node_modules") => found = Some(anc.to_path_buf()),
+            Some("site-packages" | "dist-packages") if found.is_none() => {
+                found = Some(anc.to_path_buf())
+            }
+            _ => {}
+        }
+        if anc.join("pyvenv.cfg").is_file() {
+            return Some(anc.to_path_buf());
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    struct Fx {
+        _d: tempfile::TempDir,
+        root: PathBuf,
+    }
+
+    fn fx() -> Fx {
+        let d = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(d.path()).unwrap();
+        for dir in [
+            "home",
+            "proj",
+            "data",
+            "app/node_modules/@x/server/dist",
+            "app/node_modules/.bin",
+            "venv/bin",
+            "venv/lib/python3.12/site-packages/srv",
+        ] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        std::fs::write(root.join("app/node_modules/@x/server/dist/index.js"), "").unwrap();
+        symlink(
+            "../@x/server/dist/index.js",
+            root.join("app/node_modules/.bin/server"),
+        )
+        .unwrap();
+        std::fs::write(root.join("venv/pyvenv.cfg"), "").unwrap();
+        std::fs::write(root.join("venv/bin/python"), "").unwrap();
+        std::fs::write(root.join("proj/server.py"), "").unwrap();
+        std::fs::write(root.join("data/notes.txt"), "").unwrap();
+        Fx { _d: d, root }
+    }
+
+    fn inputs(f: &Fx, cmd: Vec<String>) -> DeriveInputs {
+        DeriveInputs {
+            name: "t".into(),
+            command: cmd,
+            cwd: f.root.join("proj"),
+            home: Some(f.root.join("home")),
+            ..Default::default()
+        }
+    }
+
+    /// Derivation without this test process's environment.
+    fn derive(i: &DeriveInputs) -> Result<Derived, DeriveError> {
+        derive_scope_with_env(i, &[])
+    }
+
+    fn paths(entries: &[ScopeEntry]) -> Vec<PathBuf> {
+        entries.iter().map(|e| e.path.clone()).collect()
+    }
+
+    #[test]
+    fn node_server_dirs_become_write_scope_runtime_does_not() {
+        let f = fx();
+        let bin = f.root.join("app/node_modules/.bin/server");
+        let d = derive(&inputs(
+            &f,
+            vec![
+                "node".into(),
+                bin.to_string_lossy().into(),
+                f.root.join("data").to_string_lossy().into(),
+                "--root=../proj".into(),
+                "--config".into(),
+                "./missing.json".into(),
+                f.root.join("app/node_modules/@x").to_string_lossy().into(),
+                "stdio".into(),
+                "8080".into(),
+            ],
+        ))
+        .unwrap();
+        assert_eq!(
+            paths(&d.scope.write),
+            vec![f.root.join("data"), f.root.join("proj")]
+        );
+        assert_eq!(
+            d.scope.write[1].source,
+            ScopeSource::Argv("--root=../proj".into())
+        );
+        assert!(paths(&d.scope.exec).contains(&f.root.join("app/node_modules")));
+        assert!(
+            d.notes.iter().any(|n| n.contains("./missing.json")),
+            "{:?}",
+            d.notes
+        );
+        assert!(
+            d.notes.iter().any(|n| n.contains("runtime")),
+            "{:?}",
+            d.notes
+        );
+        assert!(d.scope.read.is_empty());
+    }
+
+    #[test]
+    fn python_script_and_module_forms() {
+        let f = fx();
+        let py = f
+            .root
+            .join("venv/bin/python")
+            .to_string_lossy()
+            .into_owned();
+        let d = derive(&inputs(
+            &f,
+            vec![py.clone(), "server.py".into(), "../data".into()],
+        ))
+        .unwrap();
+        assert_eq!(paths(&d.scope.write), vec![f.root.join("data")]);
+        let exec = paths(&d.scope.exec);
+        assert!(exec.contains(&f.root.join("venv")), "{exec:?}");
+        assert!(exec.contains(&f.root.join("proj/server.py")), "{exec:?}");
+        // `-m module`: the next word is a module, the rest are server args.
+        let d = derive(&inputs(
+            &f,
+            vec![
+                py,
+                "-m".into(),
+                "srv".into(),
+                "--repository".into(),
+                "../data".into(),
+            ],
+        ))
+        .unwrap();
+        assert_eq!(paths(&d.scope.write), vec![f.root.join("data")]);
+    }
+
+    #[test]
+    fn package_runners_and_native_programs() {
+        let f = fx();
+        let d = derive(&inputs(
+            &f,
+            s(&[
+                "npx",
+                "-y",
+                "@modelcontextprotocol/server-filesystem",
+                "../data",
+            ]),
+        ))
+        .unwrap();
+        assert_eq!(paths(&d.scope.write), vec![f.root.join("data")]);
+        let d = derive(&inputs(
+            &f,
+            s(&["uvx", "--from", "x", "mcp-server-git", "--repository", "."]),
+        ))
+        .unwrap();
+        assert_eq!(paths(&d.scope.write), vec![f.root.join("proj")]);
+        // A native program: every argument is the server's.
+        let d = derive(&inputs(&f, s(&["/bin/true", "../data/notes.txt"]))).unwrap();
+        assert_eq!(paths(&d.scope.write), vec![f.root.join("data/notes.txt")]);
+        let true_bin = std::fs::canonicalize("/bin/true").unwrap();
+        assert!(paths(&d.scope.exec).iter().any(|p| true_bin.starts_with(p)));
+    }
+
+    #[test]
+    fn policy_file_flags_and_deny() {
+        let f = fx();
+        let pol = f.root.join("pol.toml");
+        std::fs::write(
+            &pol,
+            "read = [\"data\"]\nwrite = [\"~/w\"]\ndeny = [\"**/*.db\"]\nignore_argv = true\n[tools.write_file]\nread_only = true\n",
+        )
+        .unwrap();
+        let mut i = inputs(&f, s(&["/bin/true", "."]));
+        i.policy_file = Some(pol.clone());
+        i.allow_read = vec![PathBuf::from("../app")];
+        let d = derive(&i).unwrap();
+        assert_eq!(
+            paths(&d.scope.read),
+            vec![f.root.join("data"), f.root.join("app")]
+        );
+        assert_eq!(d.scope.read[0].source, ScopeSource::PolicyFile(pol.clone()));
+        assert_eq!(d.scope.read[1].source, ScopeSource::Flag);
+        assert_eq!(paths(&d.scope.write), vec![f.root.join("home/w")]);
+        assert!(d.scope.deny.contains(&"**/*.db".to_string()));
+        assert!(d.tool_forced_read_only("write_file"));
+        let mut t = ToolInfo {
+            name: "write_file".into(),
+            path_args: vec!["/path".into()],
+            read_only: false,
+            weak_path_args: vec![],
+        };
+        d.apply_tool_policy(&mut t);
+        assert!(t.read_only);
+        assert!(d.notes.iter().any(|n| n.contains("ignore_argv")));
+        assert!(d.notes.iter().any(|n| n.contains("does not exist yet")));
+    }
+
+    #[test]
+    fn policy_file_errors_name_line_and_field() {
+        let p = Path::new("/x/p.toml");
+        let err = parse_policy_file(p, "read = []\n\nwrtie = [\"a\"]\n").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("line 3") && msg.contains("wrtie"), "{msg}");
+        let err = parse_policy_file(p, "read = \"notalist\"\n").unwrap_err();
+        assert!(err.to_string().contains("line 1"), "{err}");
+        let err = parse_policy_file(p, "deny = [\"ok\",\n  \"[bad\"]\n").unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+        let err = parse_policy_file(p, "[tools.x]\nreadonly = true\n").unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn default_policy_file_is_found_by_name() {
+        let f = fx();
+        let path = default_policy_path("srv", Some(&f.root.join("home"))).unwrap();
+        // The test must not depend on the caller's XDG_CONFIG_HOME.
+        if std::env::var_os("XDG_CONFIG_HOME").is_some() {
+            return;
+        }
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "write = [\"/tmp\"]\n").unwrap();
+        let mut i = inputs(&f, s(&["/bin/true"]));
+        i.name = "srv".into();
+        let d = derive(&i).unwrap();
+        assert_eq!(d.policy_file, Some(path));
+        assert_eq!(
+            paths(&d.scope.write),
+            vec![std::fs::canonicalize("/tmp").unwrap()]
+        );
+        assert!(default_policy_path("../x", None).is_none());
+        assert!(default_policy_path("a/b", Some(Path::new("/h"))).is_none());
+    }
+
+    #[test]
+    fn env_paths() {
+        let f = fx();
+        let i = inputs(&f, s(&["/bin/true"]));
+        let mem = f.root.join("data/memory.json");
+        let env: Vec<(String, String)> = vec![
+            ("MEMORY_FILE_PATH".into(), mem.to_string_lossy().into()),
+            ("HOME".into(), f.root.join("home").to_string_lossy().into()),
+            ("PATH".into(), "/usr/bin:/bin".into()),
+            ("API_TOKEN".into(), "/not/a/path".into()),
+            (
+                "NIX_SSL_CERT_FILE".into(),
+                "/etc/ssl/certs/ca-certificates.crt".into(),
+            ),
+            (
+                "NOTES_FILE".into(),
+                f.root.join("home/notes.md").to_string_lossy().into(),
+            ),
+        ];
+        let d = derive_scope_with_env(&i, &env).unwrap();
+        assert_eq!(
+            paths(&d.scope.write),
+            vec![f.root.join("data"), f.root.join("home/notes.md")]
+        );
+        assert!(d.notes.iter().any(|n| n.contains("MEMORY_FILE_PATH")));
+    }
+
+    #[test]
+    fn always_denied_covers_credentials_and_configs() {
+        let f = fx();
+        let home = f.root.join("home");
+        let scope = Scope {
+            write: vec![ScopeEntry {
+                path: PathBuf::from("/"),
+                source: ScopeSource::Flag,
+            }],
+            deny: always_denied(Some(&home)),
+            ..Default::default()
+        };
+        for bad in [
+            home.join(".ssh/id_rsa"),
+            home.join(".aws/credentials"),
+            home.join(".gnupg/x"),
+            home.join(".kube/config"),
+            home.join(".docker/config.json"),
+            home.join(".claude.json"),
+            home.join(".cursor/mcp.json"),
+            home.join(".codex/config.toml"),
+            PathBuf::from("/p/.env"),
+            PathBuf::from("/p/.env.local"),
+            PathBuf::from("/p/key.pem"),
+            PathBuf::from("/p/id_ed25519"),
+            PathBuf::from("/p/.mcp.json"),
+            PathBuf::from("/p/.vscode/mcp.json"),
+            PathBuf::from("/x/claude_desktop_config.json"),
+            home.join(".config/mcpjail/servers/a.toml"),
+            home.join(".local/state/mcpjail/pins/a.json"),
+        ] {
+            if std::env::var_os("XDG_CONFIG_HOME").is_some()
+                && bad.to_string_lossy().contains("mcpjail")
+            {
+                continue;
+            }
+            assert!(
+                scope.check(&bad, super::super::Access::Read).is_err(),
+                "{} should be denied",
+                bad.display()
+            );
+        }
+        for ok in ["/p/src/id_utils.rs", "/p/environment.md", "/p/profile.json"] {
+            assert!(
+                scope
+                    .check(Path::new(ok), super::super::Access::Write)
+                    .is_ok(),
+                "{ok}"
+            );
+        }
+    }
+
+    #[test]
+    fn shebang_interpreter_and_prefix_are_runtime() {
+        let f = fx();
+        std::fs::create_dir_all(f.root.join("py/bin")).unwrap();
+        std::fs::create_dir_all(f.root.join("py/lib")).unwrap();
+        std::fs::write(f.root.join("py/bin/python3"), "").unwrap();
+        std::fs::write(
+            f.root.join("venv/bin/mcp-server-x"),
+            format!("#!{}\nimport x\n", f.root.join("py/bin/python3").display()),
+        )
+        .unwrap();
+        let rt = runtime_paths(
+            &[f.root
+                .join("venv/bin/mcp-server-x")
+                .to_string_lossy()
+                .into()],
+            &f.root,
+        );
+        assert!(rt.contains(&f.root.join("venv")), "{rt:?}");
+        assert!(rt.contains(&f.root.join("py")), "{rt:?}");
+    }
+
+    #[test]
+    fn runtime_never_covers_home_or_root() {
+        let f = fx();
+        let home = f.root.join("home");
+        std::fs::create_dir_all(home.join("bin")).unwrap();
+        std::fs::write(home.join("bin/server"), "").unwrap();
+        let i = DeriveInputs {
+            command: vec![home.join("bin/server").to_string_lossy().into()],
+            ..inputs(&f, vec![])
+        };
+        let d = derive(&i).unwrap();
+        assert_eq!(paths(&d.scope.exec), vec![home.join("bin/server")]);
+    }
+
+    #[test]
+    fn runtime_paths_lists_program_and_tree() {
+        let f = fx();
+        let bin = f.root.join("app/node_modules/.bin/server");
+        let rt = runtime_paths(&[bin.to_string_lossy().into(), "/tmp".into()], &f.root);
+        assert_eq!(rt, vec![f.root.join("app/node_modules")]);
+    }
 }

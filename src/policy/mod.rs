@@ -10,16 +10,28 @@
 //! * [`detect`] — which tool arguments carry paths (schema names, `format`, value heuristics).
 //! * [`scope`] — the Scope type and its allow/deny checks.
 //! * [`derive`] — building a Scope from policy file, argv, flags and client roots.
+//! * [`check`] — one path argument against a Scope (resolve, pick the access, check).
+//! * [`pins`] — tool pinning (rug-pull detection) and its state files.
+//! * [`export`] — the Scope in srt, nono and landrun formats.
 //!
-//! This module must not do I/O beyond filesystem metadata needed to canonicalize paths and
-//! reading policy files; it never spawns processes or talks MCP.
+//! This module must not do I/O beyond filesystem metadata needed to canonicalize paths,
+//! reading policy files and reading/writing pin files; it never spawns processes or talks MCP.
 
+pub mod check;
 pub mod derive;
 pub mod detect;
+pub mod export;
+pub mod pins;
 pub mod resolve;
 pub mod scope;
 
-pub use derive::{derive_scope, DeriveError, DeriveInputs, Derived};
-pub use detect::{find_path_arguments, PathArgument, ToolInfo};
+pub use check::{access_for, check_argument, check_argument_with, ArgumentDenial};
+pub use derive::{
+    always_denied, default_policy_path, derive_scope, derive_scope_with_env, runtime_paths,
+    DeriveError, DeriveInputs, Derived, PolicyFile, ToolPolicy,
+};
+pub use detect::{
+    find_path_arguments, scan_arguments, ArgsTooComplex, Detection, PathArgument, ToolInfo,
+};
 pub use resolve::{resolve, ResolveContext, ResolveError};
 pub use scope::{Access, Denial, DenyReason, NetRules, Scope, ScopeEntry, ScopeSource};

@@ -1,8 +1,37 @@
 //! Path resolution: the one function that turns a raw argument string into a canonical path.
 //!
-//! INTERFACE FIXED — bodies to be written by the policy work.
+//! Everything that decides "is this path allowed" first calls [`resolve`], so the rules live in
+//! one place:
+//!
+//! * `file://` URIs (`file:///x`, `file://localhost/x`, `file:/x`, any case) are percent-decoded;
+//!   other hosts, other schemes, queries and fragments are refused ([`ResolveError::BadUri`]).
+//! * `~`, `~/x`, `~user/x`, `$HOME`, `${HOME}` are expanded (only at the start, the way shells and
+//!   `os.path.expanduser` do).
+//! * Relative paths are joined to the server's cwd. Backslashes are ordinary filename bytes on
+//!   POSIX, so `..\..\etc` is one (odd) file name in the cwd, not a traversal.
+//! * The result is canonicalized component by component, like `realpath(3)`: symlinks are
+//!   followed (at most 40), `..` after an existing component goes to the real parent.
+//! * A target that does not exist yet keeps its missing tail appended to the canonical deepest
+//!   existing ancestor; `..` in that tail is refused because the kernel would resolve it against
+//!   directories that may appear later (or be symlinks created by the server in between).
+//! * `/proc` is never resolved through: the proxy is not the server, so `/proc/self/root`,
+//!   `/proc/self/cwd`, `/proc/<pid>/...` would resolve against the *proxy's* view. Any path that
+//!   reaches `/proc` is kept as written (and so lies outside every data scope).
+//! * NUL bytes, paths over 4096 bytes and components over 255 bytes are refused.
+//!
+//! Only filesystem metadata is read (`lstat`, `readlink`); nothing is opened.
 
-use std::path::PathBuf;
+use std::collections::VecDeque;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Component, Path, PathBuf};
+
+/// Longest path accepted (Linux `PATH_MAX`).
+pub const MAX_PATH_BYTES: usize = 4096;
+/// Longest single component accepted (Linux `NAME_MAX`).
+pub const MAX_COMPONENT_BYTES: usize = 255;
+/// Symlinks followed before giving up (Linux uses 40 too).
+const MAX_SYMLINKS: usize = 40;
 
 /// What a raw path is resolved against: the server's cwd and the user's home.
 #[derive(Debug, Clone)]
@@ -36,6 +65,507 @@ pub enum ResolveError {
 /// target that does not exist yet, canonicalize the deepest existing ancestor and append the
 /// rest (rejecting `..` in the missing part); reject NUL bytes and overlong paths.
 pub fn resolve(raw: &str, ctx: &ResolveContext) -> Result<PathBuf, ResolveError> {
-    let _ = (raw, ctx);
-    todo!("policy work")
+    if raw.is_empty() {
+        return Err(ResolveError::Empty);
+    }
+    if raw.contains('\0') {
+        return Err(ResolveError::NulByte);
+    }
+    // Percent-encoding can triple a path's length; anything longer cannot decode to a valid path.
+    if raw.len() > MAX_PATH_BYTES * 3 {
+        return Err(ResolveError::TooLong {
+            len: raw.len(),
+            max: MAX_PATH_BYTES,
+        });
+    }
+    let path = if let Some(uri_path) = file_uri_path(raw)? {
+        uri_path
+    } else if has_url_scheme(raw) {
+        return Err(ResolveError::BadUri(format!(
+            "{raw} (only file:// URIs name local files)"
+        )));
+    } else {
+        expand_home(raw, ctx)?
+    };
+    let absolute = if path.is_absolute() {
+        path
+    } else {
+        ctx.cwd.join(path)
+    };
+    check_lengths(&absolute)?;
+    let resolved = canonicalize_for_server(&absolute)?;
+    check_lengths(&resolved)?;
+    Ok(resolved)
+}
+
+/// `scheme://` with a scheme of two or more characters (one letter is a Windows drive, `C://`).
+pub(crate) fn has_url_scheme(raw: &str) -> bool {
+    let Some(idx) = raw.find("://") else {
+        return false;
+    };
+    let scheme = &raw[..idx];
+    scheme.len() >= 2
+        && scheme.as_bytes()[0].is_ascii_alphabetic()
+        && scheme
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'-' || b == b'.')
+}
+
+/// If `raw` is a `file:` URI, its decoded path; `Ok(None)` if it is not a `file:` URI at all.
+fn file_uri_path(raw: &str) -> Result<Option<PathBuf>, ResolveError> {
+    let Some(prefix) = raw.get(..5) else {
+        return Ok(None);
+    };
+    if !prefix.eq_ignore_ascii_case("file:") {
+        return Ok(None);
+    }
+    let rest = &raw[5..];
+    let encoded_path = if let Some(after) = rest.strip_prefix("//") {
+        // file://HOST/PATH: only an empty host or localhost names this machine.
+        let (host, path) = match after.find('/') {
+            Some(i) => (&after[..i], &after[i..]),
+            None => (after, ""),
+        };
+        if !(host.is_empty() || host.eq_ignore_ascii_case("localhost")) {
+            return Err(ResolveError::BadUri(format!(
+                "{raw} (host `{host}` is not this machine)"
+            )));
+        }
+        if path.is_empty() {
+            return Err(ResolveError::BadUri(format!("{raw} (no path)")));
+        }
+        path
+    } else if rest.starts_with('/') {
+        // file:/PATH (RFC 8089 minimal form).
+        rest
+    } else {
+        return Err(ResolveError::BadUri(format!(
+            "{raw} (a file URI must be absolute: file:///path)"
+        )));
+    };
+    // A server may or may not strip `?query`/`#fragment` before opening; refuse rather than guess.
+    if encoded_path.contains('?') || encoded_path.contains('#') {
+        return Err(ResolveError::BadUri(format!(
+            "{raw} (queries and fragments are not allowed in file URIs)"
+        )));
+    }
+    let bytes: Vec<u8> = percent_encoding::percent_decode_str(encoded_path).collect();
+    if bytes.contains(&0) {
+        return Err(ResolveError::NulByte);
+    }
+    if std::str::from_utf8(&bytes).is_err() {
+        return Err(ResolveError::BadUri(format!(
+            "{raw} (decodes to bytes that are not UTF-8)"
+        )));
+    }
+    Ok(Some(PathBuf::from(OsString::from_vec(bytes))))
+}
+
+/// Expand a leading `~`, `~user`, `$HOME` or `${HOME}`.
+fn expand_home(raw: &str, ctx: &ResolveContext) -> Result<PathBuf, ResolveError> {
+    let home = || ctx.home.clone().ok_or(ResolveError::NoHome);
+    for prefix in ["${HOME}", "$HOME"] {
+        if let Some(rest) = raw.strip_prefix(prefix) {
+            if rest.is_empty() {
+                return home();
+            }
+            if let Some(rest) = rest.strip_prefix('/') {
+                return Ok(home()?.join(rest));
+            }
+            // `$HOMEDIR/x` is another variable; leave it literal (a relative name).
+            return Ok(PathBuf::from(raw));
+        }
+    }
+    if let Some(rest) = raw.strip_prefix('~') {
+        let (user, tail) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => (rest, ""),
+        };
+        let base = if user.is_empty() {
+            home()?
+        } else {
+            // Python's expanduser turns `~root/x` into /root/x; a server might do the same.
+            match nix::unistd::User::from_name(user) {
+                Ok(Some(u)) => u.dir,
+                // Unknown user: stays a literal (relative) name, as in shells.
+                _ => return Ok(PathBuf::from(raw)),
+            }
+        };
+        return Ok(if tail.is_empty() {
+            base
+        } else {
+            base.join(tail)
+        });
+    }
+    Ok(PathBuf::from(raw))
+}
+
+fn check_lengths(path: &Path) -> Result<(), ResolveError> {
+    let len = path.as_os_str().len();
+    if len > MAX_PATH_BYTES {
+        return Err(ResolveError::TooLong {
+            len,
+            max: MAX_PATH_BYTES,
+        });
+    }
+    for c in path.components() {
+        if let Component::Normal(name) = c {
+            if name.len() > MAX_COMPONENT_BYTES {
+                return Err(ResolveError::Io {
+                    path: display_prefix(path),
+                    reason: format!(
+                        "a component is {} bytes long, over the {MAX_COMPONENT_BYTES}-byte limit",
+                        name.len()
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A bounded rendering of a path for error messages.
+fn display_prefix(path: &Path) -> String {
+    let s = path.to_string_lossy();
+    if s.len() > 120 {
+        let mut end = 120;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}…", &s[..end])
+    } else {
+        s.into_owned()
+    }
+}
+
+/// `realpath(3)` for an absolute path, with the not-yet-existing tail and `/proc` rules above.
+fn canonicalize_for_server(absolute: &Path) -> Result<PathBuf, ResolveError> {
+    let mut pending: VecDeque<OsString> = VecDeque::new();
+    push_components_front(&mut pending, absolute);
+    let mut out = PathBuf::from("/");
+    let mut symlinks = 0usize;
+    let mut missing = false;
+
+    while let Some(name) = pending.pop_front() {
+        if out == Path::new("/proc") && name != ".." {
+            // Do not resolve through the proxy's own /proc; keep the rest as written.
+            out.push(&name);
+            while let Some(rest) = pending.pop_front() {
+                if rest == ".." {
+                    return Err(ResolveError::Io {
+                        path: display_prefix(absolute),
+                        reason: "`..` under /proc is not resolved".into(),
+                    });
+                }
+                out.push(rest);
+            }
+            return Ok(out);
+        }
+        if name == ".." {
+            if missing {
+                return Err(ResolveError::DotDotInMissingPart(display_prefix(absolute)));
+            }
+            out.pop();
+            continue;
+        }
+        let candidate = out.join(&name);
+        if missing {
+            out = candidate;
+            continue;
+        }
+        match std::fs::symlink_metadata(&candidate) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                symlinks += 1;
+                if symlinks > MAX_SYMLINKS {
+                    return Err(ResolveError::Io {
+                        path: display_prefix(absolute),
+                        reason: "too many levels of symbolic links".into(),
+                    });
+                }
+                let target = std::fs::read_link(&candidate).map_err(|e| ResolveError::Io {
+                    path: display_prefix(&candidate),
+                    reason: e.to_string(),
+                })?;
+                if target.is_absolute() {
+                    out = PathBuf::from("/");
+                }
+                push_components_front(&mut pending, &target);
+            }
+            Ok(_) => out = candidate,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                missing = true;
+                out = candidate;
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+                // `file/x`: the kernel would fail with ENOTDIR; nothing can exist below a file.
+                missing = true;
+                out = candidate;
+            }
+            Err(e) => {
+                return Err(ResolveError::Io {
+                    path: display_prefix(&candidate),
+                    reason: e.to_string(),
+                })
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Put `path`'s components (without root or `.`) at the front of `pending`, in order.
+fn push_components_front(pending: &mut VecDeque<OsString>, path: &Path) {
+    let names: Vec<OsString> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            Component::ParentDir => Some(OsStr::from_bytes(b"..").to_os_string()),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => None,
+        })
+        .collect();
+    for n in names.into_iter().rev() {
+        pending.push_front(n);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    struct Fx {
+        _dir: tempfile::TempDir,
+        root: PathBuf,
+        ctx: ResolveContext,
+    }
+
+    /// root/scope/{a.txt, sub/}, root/scope-evil/, root/home/, root/scope/out -> root/secret
+    fn fx() -> Fx {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("scope/sub")).unwrap();
+        std::fs::create_dir_all(root.join("scope-evil")).unwrap();
+        std::fs::create_dir_all(root.join("home")).unwrap();
+        std::fs::write(root.join("scope/a.txt"), "a").unwrap();
+        std::fs::write(root.join("secret"), "s").unwrap();
+        symlink(root.join("secret"), root.join("scope/out")).unwrap();
+        symlink("../secret", root.join("scope/rel-out")).unwrap();
+        symlink("sub", root.join("scope/in")).unwrap();
+        let ctx = ResolveContext {
+            cwd: root.join("scope"),
+            home: Some(root.join("home")),
+        };
+        Fx {
+            _dir: dir,
+            root,
+            ctx,
+        }
+    }
+
+    fn r(f: &Fx, raw: &str) -> Result<PathBuf, ResolveError> {
+        resolve(raw, &f.ctx)
+    }
+
+    #[test]
+    fn relative_and_absolute() {
+        let f = fx();
+        assert_eq!(r(&f, "a.txt").unwrap(), f.root.join("scope/a.txt"));
+        assert_eq!(r(&f, "./a.txt").unwrap(), f.root.join("scope/a.txt"));
+        assert_eq!(r(&f, ".").unwrap(), f.root.join("scope"));
+        assert_eq!(r(&f, "..").unwrap(), f.root);
+        let abs = f.root.join("scope/a.txt");
+        assert_eq!(r(&f, abs.to_str().unwrap()).unwrap(), abs);
+    }
+
+    #[test]
+    fn double_slash_and_trailing_dot_normalise() {
+        let f = fx();
+        let raw = format!("{}//scope//sub/.", f.root.display());
+        assert_eq!(r(&f, &raw).unwrap(), f.root.join("scope/sub"));
+        let raw = format!("/{}/scope/sub/", f.root.display());
+        assert_eq!(r(&f, &raw).unwrap(), f.root.join("scope/sub"));
+    }
+
+    #[test]
+    fn dotdot_climbs_out_to_the_real_parent() {
+        let f = fx();
+        assert_eq!(r(&f, "../secret").unwrap(), f.root.join("secret"));
+        assert_eq!(r(&f, "sub/../../secret").unwrap(), f.root.join("secret"));
+        let raw = format!("{}/scope/../etc", f.root.display());
+        assert_eq!(r(&f, &raw).unwrap(), f.root.join("etc"));
+        assert_eq!(
+            r(&f, "../../../../../../../../etc/passwd").unwrap(),
+            PathBuf::from("/etc/passwd")
+        );
+    }
+
+    #[test]
+    fn symlinks_are_followed() {
+        let f = fx();
+        assert_eq!(r(&f, "out").unwrap(), f.root.join("secret"));
+        assert_eq!(r(&f, "rel-out").unwrap(), f.root.join("secret"));
+        assert_eq!(r(&f, "in/x/y").unwrap(), f.root.join("scope/sub/x/y"));
+        // `..` after a symlinked dir goes to the real parent (scope/sub/.. = scope).
+        assert_eq!(r(&f, "in/../a.txt").unwrap(), f.root.join("scope/a.txt"));
+    }
+
+    #[test]
+    fn dangling_symlink_resolves_to_its_target() {
+        let f = fx();
+        symlink(f.root.join("newfile"), f.root.join("scope/dangling")).unwrap();
+        assert_eq!(r(&f, "dangling").unwrap(), f.root.join("newfile"));
+    }
+
+    #[test]
+    fn symlink_loop_is_an_error() {
+        let f = fx();
+        symlink("loop2", f.root.join("scope/loop1")).unwrap();
+        symlink("loop1", f.root.join("scope/loop2")).unwrap();
+        assert!(matches!(r(&f, "loop1"), Err(ResolveError::Io { .. })));
+    }
+
+    #[test]
+    fn missing_targets() {
+        let f = fx();
+        assert_eq!(
+            r(&f, "new/deeper/x.txt").unwrap(),
+            f.root.join("scope/new/deeper/x.txt")
+        );
+        assert!(matches!(
+            r(&f, "new/../../secret"),
+            Err(ResolveError::DotDotInMissingPart(_))
+        ));
+        // A missing tail below a symlink is appended to the symlink's real target.
+        assert_eq!(
+            r(&f, "in/new.txt").unwrap(),
+            f.root.join("scope/sub/new.txt")
+        );
+        // Below a regular file nothing can exist.
+        assert_eq!(r(&f, "a.txt/x").unwrap(), f.root.join("scope/a.txt/x"));
+        assert!(matches!(
+            r(&f, "a.txt/x/../../secret"),
+            Err(ResolveError::DotDotInMissingPart(_))
+        ));
+        // `file/..` is ENOTDIR to the kernel but `path.resolve` normalises it: take the parent,
+        // which is where a lexical server would land.
+        assert_eq!(r(&f, "a.txt/../../secret").unwrap(), f.root.join("secret"));
+    }
+
+    #[test]
+    fn home_forms() {
+        let f = fx();
+        let home = f.root.join("home");
+        assert_eq!(r(&f, "~").unwrap(), home);
+        assert_eq!(r(&f, "~/x").unwrap(), home.join("x"));
+        assert_eq!(r(&f, "$HOME").unwrap(), home);
+        assert_eq!(r(&f, "$HOME/x").unwrap(), home.join("x"));
+        assert_eq!(r(&f, "${HOME}/x").unwrap(), home.join("x"));
+        // Another variable is a literal relative name.
+        assert_eq!(
+            r(&f, "$HOMEDIR/x").unwrap(),
+            f.root.join("scope/$HOMEDIR/x")
+        );
+        // ~root is root's home, wherever it is.
+        let root_home = nix::unistd::User::from_name("root").unwrap().unwrap().dir;
+        let root_home = std::fs::canonicalize(root_home).unwrap();
+        assert_eq!(r(&f, "~root/.ssh").unwrap(), root_home.join(".ssh"));
+        assert_eq!(
+            r(&f, "~no-such-user-xyz").unwrap(),
+            f.root.join("scope/~no-such-user-xyz")
+        );
+        let no_home = ResolveContext {
+            cwd: f.ctx.cwd.clone(),
+            home: None,
+        };
+        assert_eq!(resolve("~/x", &no_home), Err(ResolveError::NoHome));
+        assert_eq!(resolve("$HOME", &no_home), Err(ResolveError::NoHome));
+    }
+
+    #[test]
+    fn file_uris() {
+        let f = fx();
+        let p = f.root.join("scope/a.txt");
+        let ps = p.to_str().unwrap();
+        assert_eq!(r(&f, &format!("file://{ps}")).unwrap(), p);
+        assert_eq!(r(&f, &format!("FILE://{ps}")).unwrap(), p);
+        assert_eq!(r(&f, &format!("file://localhost{ps}")).unwrap(), p);
+        assert_eq!(r(&f, &format!("file:{ps}")).unwrap(), p);
+        // Percent-encoded traversal decodes and climbs out.
+        let enc = format!("file://{}/scope/%2e%2e/secret", f.root.display());
+        assert_eq!(r(&f, &enc).unwrap(), f.root.join("secret"));
+        let enc = format!("file://{}/scope/%2E%2E%2Fsecret", f.root.display());
+        assert_eq!(r(&f, &enc).unwrap(), f.root.join("secret"));
+        assert!(matches!(
+            r(&f, "file://evil.example/etc/passwd"),
+            Err(ResolveError::BadUri(_))
+        ));
+        assert!(matches!(
+            r(&f, "file:relative"),
+            Err(ResolveError::BadUri(_))
+        ));
+        assert!(matches!(
+            r(&f, "file:///etc/passwd?x"),
+            Err(ResolveError::BadUri(_))
+        ));
+        assert!(matches!(
+            r(&f, "http://example.com/x"),
+            Err(ResolveError::BadUri(_))
+        ));
+        assert_eq!(r(&f, "file:///a%00b"), Err(ResolveError::NulByte));
+        assert!(matches!(
+            r(&f, "file:///a%ff"),
+            Err(ResolveError::BadUri(_))
+        ));
+        // Percent signs outside a URI are literal.
+        assert_eq!(r(&f, "%2e%2e").unwrap(), f.root.join("scope/%2e%2e"));
+    }
+
+    #[test]
+    fn refusals() {
+        let f = fx();
+        assert_eq!(r(&f, ""), Err(ResolveError::Empty));
+        assert_eq!(r(&f, "a\0b"), Err(ResolveError::NulByte));
+        let long = "a/".repeat(3000);
+        assert!(matches!(r(&f, &long), Err(ResolveError::TooLong { .. })));
+        let long_name = "n".repeat(256);
+        assert!(matches!(r(&f, &long_name), Err(ResolveError::Io { .. })));
+        let ok_name = "n".repeat(255);
+        assert_eq!(
+            r(&f, &ok_name).unwrap(),
+            f.root.join("scope").join(&ok_name)
+        );
+    }
+
+    #[test]
+    fn proc_is_kept_as_written() {
+        let f = fx();
+        assert_eq!(
+            r(&f, "/proc/self/root/etc/passwd").unwrap(),
+            PathBuf::from("/proc/self/root/etc/passwd")
+        );
+        assert_eq!(
+            r(&f, "/proc/self/cwd/a.txt").unwrap(),
+            PathBuf::from("/proc/self/cwd/a.txt")
+        );
+        assert!(r(&f, "/proc/self/root/../../etc").is_err());
+        // A symlink into /proc is followed to /proc and stops there.
+        symlink("/proc/self/root/etc", f.root.join("scope/procroot")).unwrap();
+        assert_eq!(
+            r(&f, "procroot/passwd").unwrap(),
+            PathBuf::from("/proc/self/root/etc/passwd")
+        );
+        // `/proc/..` is just `/`.
+        assert_eq!(r(&f, "/proc/../etc").unwrap(), PathBuf::from("/etc"));
+    }
+
+    #[test]
+    fn windows_forms_are_literal_names() {
+        let f = fx();
+        assert_eq!(
+            r(&f, "..\\..\\etc\\passwd").unwrap(),
+            f.root.join("scope/..\\..\\etc\\passwd")
+        );
+        assert_eq!(r(&f, "C:\\..").unwrap(), f.root.join("scope/C:\\.."));
+        // A drive letter with `://` is not a URL scheme.
+        assert_eq!(r(&f, "C://x").unwrap(), f.root.join("scope/C:/x"));
+    }
 }

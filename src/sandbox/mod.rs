@@ -1,16 +1,35 @@
 //! The jail: turns a [`crate::policy::Scope`] into kernel enforcement.
 //!
-//! Linux: Landlock (filesystem, TCP, scoping) plus a seccomp filter and an environment scrub,
-//! applied in the child before exec. macOS: a Seatbelt profile run with `sandbox-exec`.
-//! Every layer reports what it actually enforced (fully / partially / not at all); nothing here
-//! silently degrades to "unconfined".
+//! Linux: Landlock (filesystem, TCP, scoping) plus a seccomp filter, no_new_privs, no core dumps
+//! and an environment scrub, applied in the child before exec. macOS: a Seatbelt profile run
+//! with `sandbox-exec`. Every layer reports what it actually enforced (fully / partially / not
+//! at all); nothing here silently degrades to "unconfined".
 //!
-//! INTERFACE FIXED (`JailOptions`, `prepare`, `PreparedJail::command`, `PreparedJail::report`) —
-//! the body below is the unjailed placeholder the sandbox work replaces.
+//! What the server may touch is the union of: the Scope (read, write, exec); its runtime,
+//! discovered from the command line ([`runtime`]); the system loader, library and certificate
+//! paths and a few devices; its own `/proc/<pid>`; and a private per-session `TMPDIR`
+//! ([`tmpdir`]), removed when the [`PreparedJail`] is dropped.
+//!
+//! INTERFACE FIXED (`JailOptions`, `prepare`, `PreparedJail::command`, `PreparedJail::report`).
+//! Platform code lives behind module boundaries; callers never write `cfg`.
 
+mod env;
+mod explain;
+mod report;
+pub mod runtime;
+pub mod seatbelt;
+mod tmpdir;
+
+#[cfg(target_os = "linux")]
+mod linux;
+
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::policy::Scope;
+
+pub use explain::explain_start_failure;
+pub use report::KernelSupport;
 
 /// How the proxy wants the server jailed.
 #[derive(Debug, Clone, Default)]
@@ -55,13 +74,49 @@ pub enum SandboxError {
     Prepare(String),
 }
 
+/// The access a path is granted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GrantAccess {
+    Read,
+    ReadExec,
+    /// Read and write (create, remove, rename within granted trees), never exec.
+    ReadWrite,
+}
+
+/// One path the jail opens up, and why (shown in `--log` and failure hints).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Grant {
+    pub path: PathBuf,
+    pub access: GrantAccess,
+    pub why: String,
+}
+
+#[derive(Debug)]
+enum Platform {
+    /// `--no-jail`, or a platform without a jail.
+    Unconfined,
+    #[cfg(target_os = "linux")]
+    Linux(linux::LinuxJail),
+    /// The Seatbelt profile, run with `sandbox-exec -p`.
+    #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
+    Seatbelt(String),
+}
+
 /// A jail built in the parent, ready to spawn one child (or several, for respawns).
 #[derive(Debug)]
 pub struct PreparedJail {
-    program: String,
+    program: PathBuf,
     args: Vec<String>,
     cwd: PathBuf,
+    /// `None` = inherit the proxy's environment (`--no-jail` only).
+    env: Option<Vec<(OsString, OsString)>>,
+    grants: Vec<Grant>,
+    notes: Vec<String>,
+    platform: Platform,
     report: EnforcementReport,
+    /// Declared last so it is removed after everything that refers to it.
+    tmp: Option<tmpdir::PrivateTmp>,
 }
 
 /// Build the jail for `command` (program + args) run in `cwd` under `scope`.
@@ -71,40 +126,266 @@ pub fn prepare(
     cwd: &Path,
     opts: &JailOptions,
 ) -> Result<PreparedJail, SandboxError> {
-    let _ = scope;
-    let (program, args) = command
+    let base: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    prepare_with_env(scope, command, cwd, opts, &base)
+}
+
+/// [`prepare`] with an explicit base environment instead of the proxy's own (tests, and callers
+/// that build the server's environment themselves).
+pub fn prepare_with_env(
+    scope: &Scope,
+    command: &[String],
+    cwd: &Path,
+    opts: &JailOptions,
+    base_env: &[(OsString, OsString)],
+) -> Result<PreparedJail, SandboxError> {
+    let (argv0, args) = command
         .split_first()
         .ok_or_else(|| SandboxError::Prepare("no server command given".into()))?;
-    let report = EnforcementReport {
-        layers: vec![LayerReport {
-            layer: "landlock".into(),
-            enforcement: Enforcement::NotEnforced,
-            detail: "jail not implemented yet".into(),
-        }],
-    };
-    if opts.require_full {
-        return Err(SandboxError::NotFullyEnforced(
-            "jail not implemented yet".into(),
-        ));
+
+    if opts.disabled {
+        tracing::warn!(
+            "--no-jail: the server runs UNCONFINED (no Landlock, no seccomp, full environment); \
+             use this for diagnosis only"
+        );
+        let report = EnforcementReport {
+            layers: report::all_off("disabled by --no-jail"),
+        };
+        if opts.require_full {
+            return Err(SandboxError::NotFullyEnforced("--no-jail".into()));
+        }
+        return Ok(PreparedJail {
+            program: PathBuf::from(argv0),
+            args: args.to_vec(),
+            cwd: cwd.to_path_buf(),
+            env: Some(base_env.to_vec()),
+            grants: Vec::new(),
+            notes: Vec::new(),
+            platform: Platform::Unconfined,
+            report,
+            tmp: None,
+        });
     }
+
+    let discover_env = runtime::DiscoverEnv { vars: base_env };
+    let rt = runtime::discover(command, cwd, &discover_env)?;
+    let tmp = tmpdir::PrivateTmp::create()?;
+
+    let mut grants = runtime::system_grants(scope.net.allow_all);
+    grants.extend(rt.grants.iter().cloned());
+    grants.push(Grant {
+        path: tmp.path().to_path_buf(),
+        access: GrantAccess::ReadWrite,
+        why: "private TMPDIR".into(),
+    });
+    for e in &scope.read {
+        grants.push(Grant {
+            path: e.path.clone(),
+            access: GrantAccess::Read,
+            why: "scope (read)".into(),
+        });
+    }
+    for e in &scope.write {
+        grants.push(Grant {
+            path: e.path.clone(),
+            access: GrantAccess::ReadWrite,
+            why: "scope (write)".into(),
+        });
+    }
+    for e in &scope.exec {
+        grants.push(Grant {
+            path: e.path.clone(),
+            access: GrantAccess::ReadExec,
+            why: "scope (exec)".into(),
+        });
+    }
+
+    let mut env = env::scrub(base_env, &opts.env_keep, Some(tmp.path()));
+    jailed_path(&mut env, rt.pyenv_bin.as_deref());
+    let dropped = env::dropped(base_env, &env);
+    let mut notes = rt.notes.clone();
+
+    let (platform, mut layers) = platform_jail(scope, &grants, tmp.path(), &mut notes)?;
+    layers.push(LayerReport {
+        layer: "env_scrub".into(),
+        enforcement: Enforcement::Fully,
+        detail: format!(
+            "kept {}; dropped {} variable(s)",
+            env.iter()
+                .map(|(k, _)| k.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(","),
+            dropped.len()
+        ),
+    });
+    layers.push(LayerReport {
+        layer: "tmpdir".into(),
+        enforcement: Enforcement::Fully,
+        detail: format!(
+            "private TMPDIR {} (0700, removed at exit)",
+            tmp.path().display()
+        ),
+    });
+    let report = EnforcementReport { layers };
+    if opts.require_full && report.overall() != Enforcement::Fully {
+        return Err(SandboxError::NotFullyEnforced(report.not_full_summary()));
+    }
+    for note in &notes {
+        tracing::debug!("jail: {note}");
+    }
+
     Ok(PreparedJail {
-        program: program.clone(),
+        program: rt.program,
         args: args.to_vec(),
         cwd: cwd.to_path_buf(),
+        env: Some(env),
+        grants,
+        notes,
+        platform,
         report,
+        tmp: Some(tmp),
     })
+}
+
+/// Inside the jail, pyenv shims cannot run (they need the whole pyenv tree): drop them from
+/// `PATH` and put the resolved version's `bin` first, as `pyenv exec` would.
+fn jailed_path(env: &mut [(OsString, OsString)], pyenv_bin: Option<&Path>) {
+    for (k, v) in env.iter_mut() {
+        if k != "PATH" {
+            continue;
+        }
+        let mut dirs: Vec<PathBuf> = std::env::split_paths(v)
+            .filter(|d| !runtime::is_pyenv_shims_dir(d))
+            .collect();
+        if let Some(bin) = pyenv_bin {
+            dirs.insert(0, bin.to_path_buf());
+        }
+        if let Ok(joined) = std::env::join_paths(dirs) {
+            *v = joined;
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn platform_jail(
+    scope: &Scope,
+    grants: &[Grant],
+    _tmp: &Path,
+    notes: &mut Vec<String>,
+) -> Result<(Platform, Vec<LayerReport>), SandboxError> {
+    let jail = linux::LinuxJail::new(grants, &scope.net)?;
+    notes.extend(jail.notes.iter().cloned());
+    let layers = jail.report().to_vec();
+    Ok((Platform::Linux(jail), layers))
+}
+
+#[cfg(target_os = "macos")]
+fn platform_jail(
+    scope: &Scope,
+    grants: &[Grant],
+    tmp: &Path,
+    _notes: &mut Vec<String>,
+) -> Result<(Platform, Vec<LayerReport>), SandboxError> {
+    let runtime: Vec<Grant> = grants
+        .iter()
+        .filter(|g| !g.why.starts_with("scope"))
+        .cloned()
+        .collect();
+    let profile = seatbelt::profile(scope, &runtime, Some(tmp));
+    let available = Path::new("/usr/bin/sandbox-exec").exists();
+    let layers = vec![LayerReport {
+        layer: "seatbelt".into(),
+        enforcement: if available {
+            Enforcement::Fully
+        } else {
+            Enforcement::NotEnforced
+        },
+        detail: if available {
+            "sandbox-exec profile: deny default, scope + runtime subpaths".into()
+        } else {
+            "/usr/bin/sandbox-exec not found: NOT confined".into()
+        },
+    }];
+    if !available {
+        return Ok((Platform::Unconfined, layers));
+    }
+    Ok((Platform::Seatbelt(profile), layers))
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+fn platform_jail(
+    _scope: &Scope,
+    _grants: &[Grant],
+    _tmp: &Path,
+    _notes: &mut Vec<String>,
+) -> Result<(Platform, Vec<LayerReport>), SandboxError> {
+    Ok((
+        Platform::Unconfined,
+        report::all_off("no jail on this operating system"),
+    ))
+}
+
+/// What this machine can enforce (for `mcpjail doctor`).
+pub fn probe() -> KernelSupport {
+    #[cfg(target_os = "linux")]
+    {
+        linux::probe()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        report::probe_other()
+    }
 }
 
 impl PreparedJail {
     /// A command that starts the server inside the jail (environment scrubbed, rules applied in
     /// the child before exec). Stdio is left for the caller to set.
     pub fn command(&self) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(&self.program);
+        let mut cmd = match &self.platform {
+            Platform::Seatbelt(profile) => {
+                let mut c = tokio::process::Command::new("/usr/bin/sandbox-exec");
+                c.arg("-p").arg(profile).arg("--").arg(&self.program);
+                c
+            }
+            _ => tokio::process::Command::new(&self.program),
+        };
         cmd.args(&self.args).current_dir(&self.cwd);
+        if let Some(env) = &self.env {
+            cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
+        }
+        #[cfg(target_os = "linux")]
+        if let Platform::Linux(jail) = &self.platform {
+            jail.apply(&mut cmd);
+        }
         cmd
     }
 
     pub fn report(&self) -> &EnforcementReport {
         &self.report
+    }
+
+    /// Every path the jail opens up, and why.
+    pub fn grants(&self) -> &[Grant] {
+        &self.grants
+    }
+
+    /// Discovery and carve-out notes (pyenv resolution, grants skipped because absent).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// The program actually executed (after PATH and pyenv-shim resolution).
+    pub fn program(&self) -> &Path {
+        &self.program
+    }
+
+    /// The private TMPDIR, when jailed.
+    pub fn tmpdir(&self) -> Option<&Path> {
+        self.tmp.as_ref().map(|t| t.path())
+    }
+
+    /// Whether the server runs confined at all.
+    pub fn is_confined(&self) -> bool {
+        !matches!(self.platform, Platform::Unconfined)
     }
 }

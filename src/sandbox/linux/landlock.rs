@@ -1,0 +1,269 @@
+//! The Landlock layer: filesystem, TCP and scoping rules built from the grants.
+//!
+//! Every granted path is opened (`O_PATH`) once in `prepare`, so building a ruleset later is
+//! only a handful of syscalls on already-open fds. A fresh ruleset is created for every spawned
+//! command in the parent; the child adds one rule for its own `/proc/<pid>` (a `/proc/self` rule
+//! made in the parent would name the *parent's* pid directory and expose its `environ`) and then
+//! restricts itself with raw syscalls from [`super::sys`].
+//!
+//! Compatibility is best effort against the newest ABI the crate knows, but the report is built
+//! from the ABI the kernel actually answers with, right by right, so a partial jail says so.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::PathBuf;
+
+use landlock::{
+    make_bitflags, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort,
+    PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope as LlScope, ABI,
+};
+
+use crate::policy::NetRules;
+use crate::sandbox::{Enforcement, Grant, GrantAccess, LayerReport};
+
+/// The newest ABI this code asks for; the kernel may offer less (then the report says so).
+const TARGET_ABI: ABI = ABI::V10;
+
+/// The filesystem rights a complete jail needs. All of them exist from ABI 5 on.
+const REQUIRED_FS_ABI: i64 = 5;
+
+#[derive(Debug)]
+pub struct LandlockPlan {
+    abi: i64,
+    rules: Vec<(PathFd, BitFlags<AccessFs>)>,
+    net: NetRules,
+    /// Rights (raw bits) for the child's own `/proc/<pid>` directory.
+    pub proc_self_access: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LandlockError {
+    #[error("cannot open {path} for a Landlock rule: {source}")]
+    Open {
+        path: PathBuf,
+        source: landlock::PathFdError,
+    },
+    #[error("cannot build the Landlock ruleset: {0}")]
+    Ruleset(#[from] landlock::RulesetError),
+}
+
+fn read_rights() -> BitFlags<AccessFs> {
+    make_bitflags!(AccessFs::{ReadFile | ReadDir})
+}
+
+fn rights_for(access: GrantAccess, is_dir: bool) -> BitFlags<AccessFs> {
+    let all = AccessFs::from_all(TARGET_ABI);
+    let rights = match access {
+        GrantAccess::Read => read_rights(),
+        GrantAccess::ReadExec => read_rights() | AccessFs::Execute,
+        // Never MakeChar/MakeBlock: a root server could mknod the disk inside its scope and read
+        // it raw, past every path rule.
+        GrantAccess::ReadWrite => {
+            all & !(AccessFs::Execute | AccessFs::MakeChar | AccessFs::MakeBlock)
+        }
+    };
+    if is_dir {
+        rights
+    } else {
+        rights & AccessFs::from_file(TARGET_ABI)
+    }
+}
+
+impl LandlockPlan {
+    /// Open every grant. Grants whose path does not exist are skipped (returned as notes).
+    pub fn open(
+        grants: &[Grant],
+        net: &NetRules,
+        abi: i64,
+    ) -> Result<(Self, Vec<String>), LandlockError> {
+        let mut rules = Vec::new();
+        let mut notes = Vec::new();
+        for grant in grants {
+            let meta = match std::fs::metadata(&grant.path) {
+                Ok(m) => m,
+                Err(err) => {
+                    notes.push(format!("{} not granted ({err})", grant.path.display()));
+                    continue;
+                }
+            };
+            let fd = PathFd::new(&grant.path).map_err(|source| LandlockError::Open {
+                path: grant.path.clone(),
+                source,
+            })?;
+            rules.push((fd, rights_for(grant.access, meta.is_dir())));
+        }
+        let proc_self_access = read_rights().bits();
+        Ok((
+            LandlockPlan {
+                abi,
+                rules,
+                net: net.clone(),
+                proc_self_access,
+            },
+            notes,
+        ))
+    }
+
+    /// Create a fresh ruleset with every rule. `None` when the kernel has no Landlock.
+    pub fn build_ruleset(&self) -> Result<Option<OwnedFd>, LandlockError> {
+        if self.abi < 1 {
+            return Ok(None);
+        }
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessFs::from_all(TARGET_ABI))?;
+        if !self.net.allow_all {
+            ruleset = ruleset.handle_access(AccessNet::from_all(TARGET_ABI))?;
+        }
+        if self.abi >= 6 {
+            let scopes = if self.net.allow_all {
+                BitFlags::from(LlScope::Signal)
+            } else {
+                LlScope::Signal | LlScope::AbstractUnixSocket
+            };
+            ruleset = ruleset.scope(scopes)?;
+        }
+        let mut created = ruleset.create()?;
+        for (fd, access) in &self.rules {
+            created = created.add_rule(PathBeneath::new(fd.as_fd(), *access))?;
+        }
+        if !self.net.allow_all {
+            for port in &self.net.tcp_connect_ports {
+                created = created.add_rule(NetPort::new(*port, AccessNet::ConnectTcp))?;
+            }
+            for port in &self.net.tcp_bind_ports {
+                created = created.add_rule(NetPort::new(*port, AccessNet::BindTcp))?;
+            }
+        }
+        Ok(created.into())
+    }
+
+    /// What this kernel enforces, layer by layer.
+    pub fn report(&self) -> Vec<LayerReport> {
+        let abi = self.abi;
+        let mut layers = Vec::new();
+        if abi < 1 {
+            layers.push(LayerReport {
+                layer: "landlock".into(),
+                enforcement: Enforcement::NotEnforced,
+                detail: "the kernel has no Landlock (not built in or not enabled at boot): \
+                         files, network and signals are NOT confined"
+                    .into(),
+            });
+            return layers;
+        }
+        let missing = missing_fs_rights(abi);
+        layers.push(LayerReport {
+            layer: "landlock_fs".into(),
+            enforcement: if abi >= REQUIRED_FS_ABI {
+                Enforcement::Fully
+            } else {
+                Enforcement::Partially
+            },
+            detail: if missing.is_empty() {
+                format!(
+                    "ABI {abi}: default deny for read, write, exec; enforced rights: {}; {} path rules + own /proc/<pid>",
+                    fs_rights_names(abi).join(","),
+                    self.rules.len()
+                )
+            } else {
+                format!(
+                    "ABI {abi}: rights not enforceable on this kernel: {}",
+                    missing.join(",")
+                )
+            },
+        });
+        layers.push(if self.net.allow_all {
+            LayerReport {
+                layer: "landlock_net".into(),
+                enforcement: Enforcement::NotEnforced,
+                detail: "network rules off (--allow-net)".into(),
+            }
+        } else if abi >= 4 {
+            LayerReport {
+                layer: "landlock_net".into(),
+                enforcement: Enforcement::Fully,
+                detail: format!(
+                    "TCP bind/connect denied; allowed connect ports {:?}, bind ports {:?}",
+                    self.net.tcp_connect_ports, self.net.tcp_bind_ports
+                ),
+            }
+        } else {
+            LayerReport {
+                layer: "landlock_net".into(),
+                enforcement: Enforcement::NotEnforced,
+                detail: format!("ABI {abi} < 4: TCP bind/connect cannot be restricted"),
+            }
+        });
+        layers.push(if abi >= 6 {
+            LayerReport {
+                layer: "landlock_scope".into(),
+                enforcement: if self.net.allow_all {
+                    Enforcement::Partially
+                } else {
+                    Enforcement::Fully
+                },
+                detail: if self.net.allow_all {
+                    "signals scoped; abstract UNIX sockets open (--allow-net)".into()
+                } else {
+                    "signals and abstract UNIX sockets scoped to the jail".into()
+                },
+            }
+        } else {
+            LayerReport {
+                layer: "landlock_scope".into(),
+                enforcement: Enforcement::NotEnforced,
+                detail: format!("ABI {abi} < 6: signals and abstract UNIX sockets not scoped"),
+            }
+        });
+        layers
+    }
+}
+
+/// Filesystem rights (by name) the kernel's ABI enforces.
+pub fn fs_rights_names(abi: i64) -> Vec<&'static str> {
+    if abi < 1 {
+        return Vec::new();
+    }
+    let mut names = vec![
+        "execute",
+        "write_file",
+        "read_file",
+        "read_dir",
+        "remove_dir",
+        "remove_file",
+        "make_char",
+        "make_dir",
+        "make_reg",
+        "make_sock",
+        "make_fifo",
+        "make_block",
+        "make_sym",
+    ];
+    if abi >= 2 {
+        names.push("refer");
+    }
+    if abi >= 3 {
+        names.push("truncate");
+    }
+    if abi >= 5 {
+        names.push("ioctl_dev");
+    }
+    if abi >= 9 {
+        names.push("resolve_unix");
+    }
+    names
+}
+
+fn missing_fs_rights(abi: i64) -> Vec<&'static str> {
+    let mut missing = Vec::new();
+    if abi < 2 {
+        missing.push("refer (cross-directory rename/link is always denied instead)");
+    }
+    if abi < 3 {
+        missing.push("truncate");
+    }
+    if abi < 5 {
+        missing.push("ioctl_dev");
+    }
+    missing
+}

@@ -1,0 +1,265 @@
+//! The seccomp-bpf layer: syscalls a confined MCP server never needs, answered with an error.
+//!
+//! Landlock governs paths, TCP ports, signals and abstract sockets; it does not see UDP, raw or
+//! netlink sockets, kernel attack surface such as `bpf` or `io_uring`, or cross-process memory
+//! access. This filter closes those. Denied calls fail with `EPERM` (never kill): a server that
+//! probes for a feature should get an error it can handle, not die.
+//!
+//! The program is compiled once in the parent (seccompiler, which starts every program with an
+//! architecture check); the child only installs the finished bytes. A second tiny program makes
+//! `clone3` fail with `ENOSYS` so libc falls back to `clone`, whose flags *can* be inspected
+//! (namespace creation is refused there).
+
+use std::collections::BTreeMap;
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+use crate::policy::NetRules;
+
+/// The compiled filters, ready for the child to install (in this order).
+#[derive(Debug, Clone)]
+pub struct SeccompPlan {
+    pub programs: Vec<Vec<libc::sock_filter>>,
+    /// Names of the syscalls answered with EPERM, for the report.
+    pub denied: Vec<&'static str>,
+    /// Whether non-UNIX `socket()` is refused (network off).
+    pub sockets_unix_only: bool,
+}
+
+/// Syscalls no MCP server needs and that widen the kernel surface or reach other processes.
+const ALWAYS_DENIED: &[(&str, libc::c_long)] = &[
+    ("ptrace", libc::SYS_ptrace),
+    ("process_vm_readv", libc::SYS_process_vm_readv),
+    ("process_vm_writev", libc::SYS_process_vm_writev),
+    ("process_madvise", libc::SYS_process_madvise),
+    ("pidfd_getfd", libc::SYS_pidfd_getfd),
+    ("kcmp", libc::SYS_kcmp),
+    ("io_uring_setup", libc::SYS_io_uring_setup),
+    ("io_uring_enter", libc::SYS_io_uring_enter),
+    ("io_uring_register", libc::SYS_io_uring_register),
+    ("bpf", libc::SYS_bpf),
+    ("perf_event_open", libc::SYS_perf_event_open),
+    ("keyctl", libc::SYS_keyctl),
+    ("add_key", libc::SYS_add_key),
+    ("request_key", libc::SYS_request_key),
+    ("userfaultfd", libc::SYS_userfaultfd),
+    ("mount", libc::SYS_mount),
+    ("umount2", libc::SYS_umount2),
+    ("pivot_root", libc::SYS_pivot_root),
+    ("chroot", libc::SYS_chroot),
+    ("move_mount", libc::SYS_move_mount),
+    ("open_tree", libc::SYS_open_tree),
+    ("fsopen", libc::SYS_fsopen),
+    ("fsconfig", libc::SYS_fsconfig),
+    ("fsmount", libc::SYS_fsmount),
+    ("fspick", libc::SYS_fspick),
+    ("mount_setattr", libc::SYS_mount_setattr),
+    ("unshare", libc::SYS_unshare),
+    ("setns", libc::SYS_setns),
+    ("open_by_handle_at", libc::SYS_open_by_handle_at),
+    ("name_to_handle_at", libc::SYS_name_to_handle_at),
+    ("kexec_load", libc::SYS_kexec_load),
+    ("kexec_file_load", libc::SYS_kexec_file_load),
+    ("init_module", libc::SYS_init_module),
+    ("finit_module", libc::SYS_finit_module),
+    ("delete_module", libc::SYS_delete_module),
+    ("reboot", libc::SYS_reboot),
+    ("swapon", libc::SYS_swapon),
+    ("swapoff", libc::SYS_swapoff),
+    ("syslog", libc::SYS_syslog),
+    ("acct", libc::SYS_acct),
+    ("quotactl", libc::SYS_quotactl),
+    ("settimeofday", libc::SYS_settimeofday),
+    ("clock_settime", libc::SYS_clock_settime),
+    ("clock_adjtime", libc::SYS_clock_adjtime),
+    ("adjtimex", libc::SYS_adjtimex),
+    ("sethostname", libc::SYS_sethostname),
+    ("setdomainname", libc::SYS_setdomainname),
+    ("fanotify_init", libc::SYS_fanotify_init),
+    #[cfg(target_arch = "x86_64")]
+    ("iopl", libc::SYS_iopl),
+    #[cfg(target_arch = "x86_64")]
+    ("ioperm", libc::SYS_ioperm),
+];
+
+/// Namespace-creating `clone` flags: a new user namespace would hand the server a fresh set of
+/// capabilities to probe the kernel with; it never needs one.
+const CLONE_NAMESPACE_FLAGS: &[u64] = &[
+    libc::CLONE_NEWNS as u64,
+    libc::CLONE_NEWCGROUP as u64,
+    libc::CLONE_NEWUTS as u64,
+    libc::CLONE_NEWIPC as u64,
+    libc::CLONE_NEWUSER as u64,
+    libc::CLONE_NEWPID as u64,
+    libc::CLONE_NEWNET as u64,
+    0x80, // CLONE_NEWTIME
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum SeccompError {
+    #[error("seccomp filters are not supported on this architecture ({0})")]
+    UnsupportedArch(&'static str),
+    #[error("cannot build the seccomp filter: {0}")]
+    Build(#[from] seccompiler::BackendError),
+}
+
+impl SeccompPlan {
+    /// Compile the filters for `net`.
+    pub fn compile(net: &NetRules) -> Result<Self, SeccompError> {
+        let arch = TargetArch::try_from(std::env::consts::ARCH)
+            .map_err(|_| SeccompError::UnsupportedArch(std::env::consts::ARCH))?;
+
+        let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+        let mut denied = Vec::new();
+        for (name, nr) in ALWAYS_DENIED {
+            // An empty rule list matches the syscall unconditionally.
+            rules.insert(*nr, Vec::new());
+            denied.push(*name);
+        }
+        let mut clone_rules = Vec::new();
+        for flag in CLONE_NAMESPACE_FLAGS {
+            clone_rules.push(SeccompRule::new(vec![SeccompCondition::new(
+                0,
+                SeccompCmpArgLen::Qword,
+                SeccompCmpOp::MaskedEq(*flag),
+                *flag,
+            )?])?);
+        }
+        rules.insert(libc::SYS_clone, clone_rules);
+        denied.push("clone(CLONE_NEW*)");
+
+        let tcp_ports = !net.tcp_connect_ports.is_empty() || !net.tcp_bind_ports.is_empty();
+        let sockets_unix_only = !net.allow_all && !tcp_ports;
+        if !net.allow_all {
+            // UDP, raw, netlink, packet, vsock...: Landlock has no rule for them (UDP needs ABI
+            // 10), so with the network off only local UNIX sockets may be created. With TCP
+            // ports allowed, plain TCP sockets are let through for Landlock's port rules to judge.
+            rules.insert(libc::SYS_socket, socket_rules(tcp_ports)?);
+            rules.insert(libc::SYS_socketpair, socket_rules(false)?);
+            denied.push(if tcp_ports {
+                "socket(!AF_UNIX && !TCP)"
+            } else {
+                "socket(!AF_UNIX)"
+            });
+        }
+
+        let main = SeccompFilter::new(
+            rules,
+            SeccompAction::Allow,
+            SeccompAction::Errno(libc::EPERM as u32),
+            arch,
+        )?;
+        let main: BpfProgram = main.try_into()?;
+
+        let mut clone3 = BTreeMap::new();
+        clone3.insert(libc::SYS_clone3, Vec::new());
+        let clone3 = SeccompFilter::new(
+            clone3,
+            SeccompAction::Allow,
+            SeccompAction::Errno(libc::ENOSYS as u32),
+            arch,
+        )?;
+        let clone3: BpfProgram = clone3.try_into()?;
+
+        Ok(SeccompPlan {
+            programs: vec![with_x32_guard(to_libc(&main)), to_libc(&clone3)],
+            denied,
+            sockets_unix_only,
+        })
+    }
+}
+
+fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, SeccompError> {
+    Ok(SeccompCondition::new(
+        arg,
+        SeccompCmpArgLen::Dword,
+        op,
+        value,
+    )?)
+}
+
+/// Rules matching the `socket()` calls to refuse. Rules are OR-ed, conditions inside one AND-ed.
+fn socket_rules(allow_tcp: bool) -> Result<Vec<SeccompRule>, SeccompError> {
+    let unix = libc::AF_UNIX as u64;
+    if !allow_tcp {
+        return Ok(vec![SeccompRule::new(vec![cond(
+            0,
+            SeccompCmpOp::Ne,
+            unix,
+        )?])?]);
+    }
+    let inet = [libc::AF_INET as u64, libc::AF_INET6 as u64];
+    let mut rules = vec![SeccompRule::new(vec![
+        cond(0, SeccompCmpOp::Ne, unix)?,
+        cond(0, SeccompCmpOp::Ne, inet[0])?,
+        cond(0, SeccompCmpOp::Ne, inet[1])?,
+    ])?];
+    // The socket type's low bits, ignoring SOCK_NONBLOCK/SOCK_CLOEXEC.
+    const NOT_STREAM: &[u64] = &[2, 3, 4, 5, 6, 10]; // DGRAM RAW RDM SEQPACKET DCCP PACKET
+    for family in inet {
+        for ty in NOT_STREAM {
+            rules.push(SeccompRule::new(vec![
+                cond(0, SeccompCmpOp::Eq, family)?,
+                cond(1, SeccompCmpOp::MaskedEq(0xf), *ty)?,
+            ])?);
+        }
+        // SOCK_STREAM with another protocol (SCTP, MPTCP) would not be a TCP socket for
+        // Landlock's port rules.
+        rules.push(SeccompRule::new(vec![
+            cond(0, SeccompCmpOp::Eq, family)?,
+            cond(2, SeccompCmpOp::Ne, 0)?,
+            cond(2, SeccompCmpOp::Ne, libc::IPPROTO_TCP as u64)?,
+        ])?);
+    }
+    Ok(rules)
+}
+
+fn to_libc(program: &BpfProgram) -> Vec<libc::sock_filter> {
+    program
+        .iter()
+        .map(|i| libc::sock_filter {
+            code: i.code,
+            jt: i.jt,
+            jf: i.jf,
+            k: i.k,
+        })
+        .collect()
+}
+
+/// On x86_64 the x32 ABI reuses the x86_64 audit arch with syscall numbers offset by
+/// `0x4000_0000`, which a number-by-number filter would miss. Refuse every x32 call up front
+/// (kernels without x32 support reject them anyway).
+fn with_x32_guard(program: Vec<libc::sock_filter>) -> Vec<libc::sock_filter> {
+    if !cfg!(target_arch = "x86_64") {
+        return program;
+    }
+    const BPF_LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+    const BPF_JGE_K: u16 = (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16;
+    const BPF_RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
+    let mut out = vec![
+        // Load seccomp_data.nr (offset 0).
+        libc::sock_filter {
+            code: BPF_LD_W_ABS,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        libc::sock_filter {
+            code: BPF_JGE_K,
+            jt: 0,
+            jf: 1,
+            k: 0x4000_0000,
+        },
+        libc::sock_filter {
+            code: BPF_RET_K,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+        },
+    ];
+    out.extend(program);
+    out
+}

@@ -1,0 +1,579 @@
+//! Runtime discovery: what a server needs to *run*, found from its command line.
+//!
+//! The program is resolved through `PATH` and canonicalized; scripts are followed through their
+//! `#!` line to the interpreter; interpreters bring their install prefix (a Python venv and its
+//! base prefix from `pyvenv.cfg`, a Node prefix and the script's `node_modules` tree); `npx`/`uvx`
+//! bring their package caches; a compiled binary brings its own directory.
+//!
+//! pyenv shims are bash scripts that run `pyenv exec`, which needs the whole pyenv tree plus its
+//! version files. Instead of granting all of `$PYENV_ROOT`, the shim is resolved here the way
+//! pyenv would (`PYENV_VERSION`, then `.python-version` up from the cwd, then
+//! `$PYENV_ROOT/version`) and the real interpreter is executed directly; only that version's
+//! prefix is granted. Everything else under `$HOME` stays unreadable.
+//!
+//! Nothing here grants `/`, `$HOME` itself or an ancestor of `$HOME`: a prefix that would be that
+//! wide is replaced by the single file it was derived from.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use super::{Grant, GrantAccess, SandboxError};
+
+/// The result of discovery.
+#[derive(Debug, Clone, Default)]
+pub struct Runtime {
+    /// What to execute (absolute). Differs from argv[0] when a pyenv shim was resolved.
+    pub program: PathBuf,
+    /// The `bin` directory of a resolved pyenv version: the jailed `PATH` puts it first and drops
+    /// the shims (which would need the whole pyenv tree), as `pyenv exec` itself does.
+    pub pyenv_bin: Option<PathBuf>,
+    pub grants: Vec<Grant>,
+    pub notes: Vec<String>,
+}
+
+/// Read-only system locations a dynamically linked program and its TLS stack need.
+pub const SYSTEM_EXEC_DIRS: &[&str] = &[
+    "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin",
+];
+pub const SYSTEM_READ_FILES: &[&str] = &[
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/ca-certificates.conf",
+    "/etc/pki",
+    "/etc/localtime",
+    "/etc/nsswitch.conf",
+    "/etc/host.conf",
+    "/etc/gai.conf",
+];
+/// Name resolution files, granted only when the network is allowed.
+pub const NETWORK_READ_FILES: &[&str] = &[
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/services",
+    "/etc/protocols",
+];
+pub const DEVICES_RW: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/urandom",
+    "/dev/random",
+];
+
+/// The environment discovery reads (PATH, HOME, PYENV_*), passed in so tests stay hermetic.
+pub struct DiscoverEnv<'a> {
+    pub vars: &'a [(OsString, OsString)],
+}
+
+impl DiscoverEnv<'_> {
+    fn get(&self, key: &str) -> Option<&OsString> {
+        self.vars.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+}
+
+const MAX_SHEBANG_DEPTH: usize = 4;
+
+pub fn discover(
+    command: &[String],
+    cwd: &Path,
+    env: &DiscoverEnv<'_>,
+) -> Result<Runtime, SandboxError> {
+    let (argv0, args) = command
+        .split_first()
+        .ok_or_else(|| SandboxError::Prepare("no server command given".into()))?;
+    let home = env.get("HOME").map(PathBuf::from);
+    let mut rt = Runtime::default();
+
+    let mut program = resolve_program(argv0, cwd, env.get("PATH"))?;
+    if let Some(real) = resolve_pyenv_shim(&program, cwd, env)? {
+        rt.notes.push(format!(
+            "pyenv shim {} resolved to {} (executed directly; only its prefix is granted)",
+            program.display(),
+            real.display()
+        ));
+        rt.pyenv_bin = real.parent().map(Path::to_path_buf);
+        program = real;
+    }
+    rt.program = program.clone();
+
+    let name = Path::new(argv0)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    add_package_runner_caches(&name, home.as_deref(), env, &mut rt);
+
+    // Follow the chain: script -> interpreter -> ... -> binary.
+    let mut current = program;
+    let mut first = true;
+    for _ in 0..MAX_SHEBANG_DEPTH {
+        let canonical = std::fs::canonicalize(&current).map_err(|e| {
+            SandboxError::Prepare(format!(
+                "cannot resolve the server program {}: {e}",
+                current.display()
+            ))
+        })?;
+        match read_shebang(&canonical) {
+            Some((interp, interp_arg)) => {
+                rt.grants
+                    .push(grant(&canonical, GrantAccess::Read, "server script"));
+                add_node_modules_tree(&current, home.as_deref(), &mut rt);
+                add_node_modules_tree(&canonical, home.as_deref(), &mut rt);
+                add_venv(&current, home.as_deref(), &mut rt);
+                // `#!/usr/bin/env node` names the interpreter through PATH.
+                let next = if Path::new(&interp).file_name().is_some_and(|n| n == "env") {
+                    match interp_arg
+                        .as_deref()
+                        .map(|a| a.trim_start_matches("-S ").trim())
+                    {
+                        Some(a) if !a.is_empty() => {
+                            let exe = a.split_whitespace().next().unwrap_or(a);
+                            rt.grants
+                                .push(grant(Path::new(&interp), GrantAccess::ReadExec, "env"));
+                            resolve_program(exe, cwd, env.get("PATH"))?
+                        }
+                        _ => PathBuf::from(interp),
+                    }
+                } else {
+                    PathBuf::from(interp)
+                };
+                let next = match resolve_pyenv_shim(&next, cwd, env)? {
+                    Some(real) => {
+                        rt.notes.push(format!(
+                            "pyenv shim {} (named by a #! line) resolved to {}",
+                            next.display(),
+                            real.display()
+                        ));
+                        if rt.pyenv_bin.is_none() {
+                            rt.pyenv_bin = real.parent().map(Path::to_path_buf);
+                        }
+                        real
+                    }
+                    None => next,
+                };
+                current = next;
+                first = false;
+            }
+            None => {
+                add_binary(&current, &canonical, home.as_deref(), &mut rt);
+                if first {
+                    add_script_argument(&canonical, args, cwd, home.as_deref(), &mut rt);
+                }
+                break;
+            }
+        }
+    }
+    Ok(rt)
+}
+
+fn grant(path: &Path, access: GrantAccess, why: &str) -> Grant {
+    Grant {
+        path: path.to_path_buf(),
+        access,
+        why: why.to_string(),
+    }
+}
+
+fn is_executable_file(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// `argv0` as the kernel would find it: a path (relative to `cwd`) or a `PATH` lookup.
+pub fn resolve_program(
+    argv0: &str,
+    cwd: &Path,
+    path: Option<&OsString>,
+) -> Result<PathBuf, SandboxError> {
+    if argv0.contains('/') {
+        let p = cwd.join(argv0);
+        return if p.exists() {
+            Ok(p)
+        } else {
+            Err(SandboxError::Prepare(format!(
+                "the server program {} does not exist",
+                p.display()
+            )))
+        };
+    }
+    if let Some(path) = path {
+        for dir in std::env::split_paths(path) {
+            let dir = if dir.is_relative() {
+                cwd.join(dir)
+            } else {
+                dir
+            };
+            let candidate = dir.join(argv0);
+            if is_executable_file(&candidate) {
+                return Ok(candidate);
+            }
+        }
+    }
+    Err(SandboxError::Prepare(format!(
+        "cannot find the server program `{argv0}` on PATH (hint: give its absolute path)"
+    )))
+}
+
+/// First line of a file, if it is a `#!` line: (interpreter, optional single argument).
+fn read_shebang(path: &Path) -> Option<(String, Option<String>)> {
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut buf = [0u8; 256];
+    let n = file.read(&mut buf).ok()?;
+    let head = &buf[..n];
+    if !head.starts_with(b"#!") {
+        return None;
+    }
+    let line_end = head.iter().position(|b| *b == b'\n').unwrap_or(head.len());
+    let line = std::str::from_utf8(&head[2..line_end]).ok()?.trim();
+    let mut parts = line.splitn(2, char::is_whitespace);
+    let interp = parts.next()?.to_string();
+    let arg = parts
+        .next()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty());
+    Some((interp, arg))
+}
+
+/// Is `dir` a pyenv shims directory (on `PATH`)?
+pub fn is_pyenv_shims_dir(dir: &Path) -> bool {
+    dir.file_name().is_some_and(|n| n == "shims") && dir.to_string_lossy().contains("pyenv")
+}
+
+fn is_pyenv_shim(path: &Path) -> bool {
+    if !path
+        .parent()
+        .is_some_and(|d| d.file_name().is_some_and(|n| n == "shims"))
+    {
+        return false;
+    }
+    let mut buf = [0u8; 1024];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut buf))
+        .unwrap_or(0);
+    let text = String::from_utf8_lossy(&buf[..n]);
+    text.starts_with("#!") && text.contains("pyenv") && text.contains("exec")
+}
+
+/// The interpreter a pyenv shim would run, without running pyenv.
+fn resolve_pyenv_shim(
+    program: &Path,
+    cwd: &Path,
+    env: &DiscoverEnv<'_>,
+) -> Result<Option<PathBuf>, SandboxError> {
+    if !is_pyenv_shim(program) {
+        return Ok(None);
+    }
+    let shims = program.parent().unwrap_or(Path::new("/"));
+    let root = env
+        .get("PYENV_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| shims.parent().unwrap_or(Path::new("/")).to_path_buf());
+    let name = program
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let versions = pyenv_versions(&root, cwd, env);
+    for version in &versions {
+        if version == "system" {
+            // The first match on PATH that is not a shim.
+            if let Some(path) = env.get("PATH") {
+                let rest: Vec<PathBuf> =
+                    std::env::split_paths(path).filter(|d| d != shims).collect();
+                if let Ok(joined) = std::env::join_paths(rest) {
+                    if let Ok(p) = resolve_program(&name, cwd, Some(&joined)) {
+                        return Ok(Some(p));
+                    }
+                }
+            }
+            continue;
+        }
+        let candidate = root.join("versions").join(version).join("bin").join(&name);
+        if is_executable_file(&candidate) {
+            return Ok(Some(candidate));
+        }
+    }
+    Err(SandboxError::Prepare(format!(
+        "cannot resolve the pyenv shim {} (versions tried: {}); hint: run the interpreter by its \
+         real path (`pyenv which {name}`)",
+        program.display(),
+        versions.join(", ")
+    )))
+}
+
+fn pyenv_versions(root: &Path, cwd: &Path, env: &DiscoverEnv<'_>) -> Vec<String> {
+    let split = |s: &str| -> Vec<String> {
+        s.split([':', '\n', ' '])
+            .map(str::trim)
+            .filter(|v| !v.is_empty() && !v.starts_with('#'))
+            .map(String::from)
+            .collect()
+    };
+    if let Some(v) = env.get("PYENV_VERSION") {
+        return split(&v.to_string_lossy());
+    }
+    let mut dir = Some(cwd);
+    while let Some(d) = dir {
+        if let Ok(text) = std::fs::read_to_string(d.join(".python-version")) {
+            return split(&text);
+        }
+        dir = d.parent();
+    }
+    match std::fs::read_to_string(root.join("version")) {
+        Ok(text) => split(&text),
+        Err(_) => vec!["system".into()],
+    }
+}
+
+/// Would granting `dir` expose too much (`/`, `$HOME` or an ancestor of it)?
+fn too_wide(dir: &Path, home: Option<&Path>) -> bool {
+    if dir == Path::new("/") || dir.components().count() < 2 {
+        return true;
+    }
+    match home {
+        Some(h) => h.starts_with(dir),
+        None => false,
+    }
+}
+
+fn is_system(path: &Path) -> bool {
+    SYSTEM_EXEC_DIRS.iter().any(|d| path.starts_with(d))
+}
+
+/// A native binary (or the interpreter at the end of a chain).
+fn add_binary(as_called: &Path, canonical: &Path, home: Option<&Path>, rt: &mut Runtime) {
+    rt.grants
+        .push(grant(canonical, GrantAccess::ReadExec, "server program"));
+    let name = canonical
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let interpreter = name.starts_with("python")
+        || name == "node"
+        || name == "nodejs"
+        || name == "bun"
+        || name == "deno";
+    if interpreter {
+        // <prefix>/bin/<interp>: the prefix holds the standard library / bundled modules.
+        if let Some(prefix) = bin_prefix(canonical) {
+            if !is_system(&prefix) && !too_wide(&prefix, home) {
+                rt.grants
+                    .push(grant(&prefix, GrantAccess::ReadExec, "interpreter prefix"));
+            }
+        }
+        if name.starts_with("python") {
+            add_venv(as_called, home, rt);
+        }
+    } else if let Some(dir) = canonical.parent() {
+        if !is_system(dir) && !too_wide(dir, home) {
+            rt.grants.push(grant(
+                dir,
+                GrantAccess::ReadExec,
+                "the binary's own directory",
+            ));
+        }
+    }
+}
+
+fn bin_prefix(exe: &Path) -> Option<PathBuf> {
+    let bin = exe.parent()?;
+    if bin.file_name()? != "bin" {
+        return None;
+    }
+    Some(bin.parent()?.to_path_buf())
+}
+
+/// A venv: `<venv>/bin/python` with `<venv>/pyvenv.cfg`, whose `home =` names the base's bin.
+fn add_venv(as_called: &Path, home: Option<&Path>, rt: &mut Runtime) {
+    let Some(venv) = bin_prefix(as_called) else {
+        return;
+    };
+    let Ok(cfg) = std::fs::read_to_string(venv.join("pyvenv.cfg")) else {
+        return;
+    };
+    let venv = std::fs::canonicalize(&venv).unwrap_or(venv);
+    if !too_wide(&venv, home) && !rt.grants.iter().any(|g| g.path == venv) {
+        rt.grants
+            .push(grant(&venv, GrantAccess::ReadExec, "python venv"));
+    }
+    for line in cfg.lines() {
+        let mut kv = line.splitn(2, '=');
+        let (Some(k), Some(v)) = (kv.next(), kv.next()) else {
+            continue;
+        };
+        if k.trim() == "home" {
+            let base_bin = PathBuf::from(v.trim());
+            let base_bin = std::fs::canonicalize(&base_bin).unwrap_or(base_bin);
+            if let Some(base) = base_bin.parent() {
+                if !is_system(base) && !too_wide(base, home) {
+                    rt.grants.push(grant(
+                        base,
+                        GrantAccess::ReadExec,
+                        "python base prefix (pyvenv.cfg home)",
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// For a script inside a Node project: the outermost `node_modules` up from it, plus the
+/// `package.json` files Node reads on the way (module type lookup).
+fn add_node_modules_tree(script: &Path, home: Option<&Path>, rt: &mut Runtime) {
+    let mut outermost: Option<PathBuf> = None;
+    let mut dir = script.parent();
+    while let Some(d) = dir {
+        if d.file_name().is_some_and(|n| n == "node_modules") {
+            outermost = Some(d.to_path_buf());
+        }
+        dir = d.parent();
+    }
+    let Some(nm) = outermost else {
+        return;
+    };
+    if too_wide(&nm, home) || rt.grants.iter().any(|g| g.path == nm) {
+        return;
+    }
+    rt.grants
+        .push(grant(&nm, GrantAccess::ReadExec, "node_modules tree"));
+    if let Some(project) = nm.parent() {
+        let pj = project.join("package.json");
+        if pj.exists() {
+            rt.grants
+                .push(grant(&pj, GrantAccess::Read, "node project package.json"));
+        }
+    }
+}
+
+/// `python script.py` / `node script.js`: the script is runtime (read-only), with its
+/// `node_modules` tree when it has one.
+fn add_script_argument(
+    interp: &Path,
+    args: &[String],
+    cwd: &Path,
+    home: Option<&Path>,
+    rt: &mut Runtime,
+) {
+    let name = interp
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let is_python = name.starts_with("python");
+    let is_node = name == "node" || name == "nodejs";
+    if !is_python && !is_node {
+        return;
+    }
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        if arg == "-c" || arg == "-e" || arg == "-m" || arg == "--eval" || arg == "-p" {
+            return;
+        }
+        if arg.starts_with('-') {
+            // Options that take a value: skip it so it is not mistaken for the script.
+            if matches!(
+                arg.as_str(),
+                "-X" | "-W" | "-r" | "--require" | "--import" | "--loader"
+            ) {
+                iter.next();
+            }
+            continue;
+        }
+        let script = cwd.join(arg);
+        if let Ok(canon) = std::fs::canonicalize(&script) {
+            if canon.is_file() {
+                rt.grants.push(grant(
+                    &canon,
+                    GrantAccess::Read,
+                    "script the interpreter runs",
+                ));
+                add_node_modules_tree(&canon, home, rt);
+            }
+        }
+        return;
+    }
+}
+
+/// `npx` / `uvx` / `uv` run packages out of per-user caches; they need those caches writable.
+fn add_package_runner_caches(
+    name: &str,
+    home: Option<&Path>,
+    env: &DiscoverEnv<'_>,
+    rt: &mut Runtime,
+) {
+    let Some(home) = home else {
+        return;
+    };
+    match name {
+        "npx" | "npm" => {
+            let cache = env
+                .get("npm_config_cache")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| home.join(".npm"));
+            rt.grants.push(grant(
+                &cache,
+                GrantAccess::ReadWrite,
+                "npm/npx package cache",
+            ));
+        }
+        "uvx" | "uv" => {
+            let cache = env
+                .get("UV_CACHE_DIR")
+                .map(PathBuf::from)
+                .or_else(|| {
+                    env.get("XDG_CACHE_HOME")
+                        .map(|x| PathBuf::from(x).join("uv"))
+                })
+                .unwrap_or_else(|| home.join(".cache/uv"));
+            rt.grants
+                .push(grant(&cache, GrantAccess::ReadWrite, "uv package cache"));
+            let data = env
+                .get("XDG_DATA_HOME")
+                .map(|x| PathBuf::from(x).join("uv"))
+                .unwrap_or_else(|| home.join(".local/share/uv"));
+            rt.grants.push(grant(
+                &data,
+                GrantAccess::ReadExec,
+                "uv-managed Pythons and tools",
+            ));
+        }
+        _ => {}
+    }
+}
+
+/// The system part every program needs.
+pub fn system_grants(network: bool) -> Vec<Grant> {
+    let mut grants = Vec::new();
+    for d in SYSTEM_EXEC_DIRS {
+        grants.push(grant(
+            Path::new(d),
+            GrantAccess::ReadExec,
+            "system libraries and tools",
+        ));
+    }
+    for f in SYSTEM_READ_FILES {
+        grants.push(grant(
+            Path::new(f),
+            GrantAccess::Read,
+            "loader, certificates, time zone",
+        ));
+    }
+    if network {
+        for f in NETWORK_READ_FILES {
+            grants.push(grant(
+                Path::new(f),
+                GrantAccess::Read,
+                "name resolution (--allow-net)",
+            ));
+        }
+    }
+    for d in DEVICES_RW {
+        grants.push(grant(
+            Path::new(d),
+            GrantAccess::ReadWrite,
+            "standard device",
+        ));
+    }
+    grants
+}
