@@ -14,6 +14,10 @@
 //   {"step": i, "error": {code, message, data}}   when the request got a JSON-RPC error
 //   {"done": true, "roots_requests": N}
 //
+// Script options as in client.py: "roots", "timeout", "wait_initial_roots", and "wait_roots" on
+// a set_roots step (wait until the server asked for the roots and got the answer), and
+// "until_text"/"max_tries" on a tool step (repeat until the result text contains the string).
+//
 // The SDK is loaded from .test-env/node (installed by scripts/test-deps.sh), not from a
 // node_modules next to this file, so the driver never needs its own install step.
 
@@ -59,6 +63,10 @@ const timer = setTimeout(() => {
 
 let roots = script.roots ?? null;
 let rootsRequests = 0;
+let rootsWaiters = [];
+// Resolves once more than `seen` roots/list requests have been answered.
+const waitRootsRequest = (seen) =>
+  rootsRequests > seen ? Promise.resolve() : new Promise((resolve) => rootsWaiters.push({ seen, resolve }));
 const client = new Client(
   { name: "mcpjail-test-ts", version: "0.0.0" },
   { capabilities: roots === null ? {} : { roots: { listChanged: true } } },
@@ -66,7 +74,12 @@ const client = new Client(
 if (roots !== null) {
   client.setRequestHandler(ListRootsRequestSchema, async () => {
     rootsRequests += 1;
-    return { roots: roots.map((r) => ({ uri: asUri(r) })) };
+    const reply = { roots: roots.map((r) => ({ uri: asUri(r) })) };
+    // Wake waiters after the reply is on its way (the handler's return sends it).
+    const ready = rootsWaiters.filter((w) => rootsRequests > w.seen);
+    rootsWaiters = rootsWaiters.filter((w) => rootsRequests <= w.seen);
+    setImmediate(() => ready.forEach((w) => w.resolve()));
+    return reply;
   });
 }
 
@@ -95,9 +108,16 @@ emit({
   },
 });
 
+if (script.wait_initial_roots) await waitRootsRequest(0);
+
 async function runStep(step) {
   if ("tool" in step) {
-    return { result: await client.callTool({ name: step.tool, arguments: step.arguments ?? {} }, undefined, requestOptions) };
+    for (let tries = 1; ; tries++) {
+      const result = await client.callTool({ name: step.tool, arguments: step.arguments ?? {} }, undefined, requestOptions);
+      if (!("until_text" in step)) return { result };
+      const text = (result.content ?? []).map((c) => c.text ?? "").join("\n");
+      if (text.includes(step.until_text) || tries >= (step.max_tries ?? 200)) return { result, tries };
+    }
   }
   if ("set_roots" in step) {
     return { roots: step.set_roots.map(asUri) };
@@ -132,7 +152,9 @@ for (const [i, step] of (script.steps ?? []).entries()) {
   }
   if ("set_roots" in step) {
     roots = step.set_roots;
+    const seen = rootsRequests;
     await client.sendRootsListChanged();
+    if (step.wait_roots) await waitRootsRequest(seen);
   }
 }
 

@@ -16,7 +16,13 @@ or stdin when no --script is given) and prints one JSON object per line to stdou
   {"done": true, "roots_requests": N}
 
 Script: {"roots": [PATH or URI, ...] (optional; advertises the roots capability), "timeout": S,
-"steps": [...]}. `set_roots` replaces the roots and sends notifications/roots/list_changed.
+"wait_initial_roots": bool, "steps": [...]}. `set_roots` replaces the roots and sends
+notifications/roots/list_changed. Roots replies race with later steps, so a test can wait:
+"wait_initial_roots": true waits after initialize until the first roots/list request has been
+answered, and {"set_roots": [...], "wait_roots": true} waits until the next one has. A server
+may apply new roots asynchronously after that, so a tool step can repeat itself until its text
+contains a string: {"tool": ..., "until_text": "...", "max_tries": N} (the result line then
+carries "tries"; without a match the last result is printed).
 Results are printed in the wire's camelCase shape so the Rust tests read one format from both
 clients. The server's stderr is inherited, so it interleaves with this driver's own stderr.
 """
@@ -69,11 +75,20 @@ def parse_args(argv: list[str]) -> tuple[dict, list[str]]:
 async def run(script: dict, command: list[str]) -> None:
     roots: list[str] | None = script.get("roots")
     roots_requests = 0
+    roots_answered = anyio.Event()
 
     async def list_roots(_context) -> types.ListRootsResult:
         nonlocal roots_requests
         roots_requests += 1
+        # Set after this reply is built; a waiter resumes once the dispatcher has sent it.
+        roots_answered.set()
         return types.ListRootsResult(roots=[types.Root(uri=as_uri(r)) for r in roots or []])
+
+    async def wait_roots_request(seen: int) -> None:
+        nonlocal roots_answered
+        while roots_requests <= seen:
+            await roots_answered.wait()
+            roots_answered = anyio.Event()
 
     # An explicit env: without it stdio_client hands the server only a small default set,
     # and the test's own variables (HOME, MEMORY_FILE_PATH, ...) would silently vanish.
@@ -82,6 +97,8 @@ async def run(script: dict, command: list[str]) -> None:
         session_kwargs = {"list_roots_callback": list_roots} if roots is not None else {}
         async with ClientSession(read, write, **session_kwargs) as session:
             emit({"initialize": dump(await session.initialize())})
+            if script.get("wait_initial_roots"):
+                await wait_roots_request(0)
             for i, step in enumerate(script.get("steps", [])):
                 try:
                     emit({"step": i, **await run_step(session, step)})
@@ -89,14 +106,24 @@ async def run(script: dict, command: list[str]) -> None:
                     emit({"step": i, "error": {"code": err.code, "message": err.message, "data": err.data}})
                 if "set_roots" in step:
                     roots = step["set_roots"]
+                    seen = roots_requests
                     await session.send_roots_list_changed()
+                    if step.get("wait_roots"):
+                        await wait_roots_request(seen)
     emit({"done": True, "roots_requests": roots_requests})
 
 
 async def run_step(session: ClientSession, step: dict) -> dict:
     if "tool" in step:
-        result = await session.call_tool(step["tool"], step.get("arguments", {}))
-        return {"result": dump(result)}
+        tries = 0
+        while True:
+            tries += 1
+            result = dump(await session.call_tool(step["tool"], step.get("arguments", {})))
+            if "until_text" not in step:
+                return {"result": result}
+            text = "\n".join(c.get("text", "") for c in result.get("content", []))
+            if step["until_text"] in text or tries >= step.get("max_tries", 200):
+                return {"result": result, "tries": tries}
     if "set_roots" in step:
         return {"roots": [as_uri(r) for r in step["set_roots"]]}
     call = step.get("call")
