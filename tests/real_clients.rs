@@ -7,7 +7,8 @@
 //! - initialize works, and `tools/list` through the proxy equals the direct listing;
 //! - in-scope reads and writes succeed, and writes really change the files on disk;
 //! - every out-of-scope form (absolute, `../`, relative `../`, an escaping symlink, the sibling
-//!   prefix `<scope>-evil`, `file://`, `~`, percent-encoded `%2e%2e`, a NUL byte) is refused by
+//!   prefix `<scope>-evil`, `file://`, `~`, percent-encoded `%2e%2e`, a NUL byte,
+//!   `/proc/self/root/…`, `//` and `/.` segments) is refused by
 //!   the proxy — its `_meta["mcpjail/denial"]` marker, the path named in the text — and never
 //!   reaches the server: for the fixture, no `FIXTURE-CALL` line for it; for the real servers,
 //!   the answer is the proxy's, not the server's own refusal;

@@ -421,5 +421,13 @@ pub fn hostile_paths(tree: &Tree, rel_target: &str) -> Vec<(&'static str, String
             "NUL byte",
             format!("{scope}/a.txt\u{0}/../../outside/secret.txt"),
         ),
+        (
+            "/proc/self/root prefix",
+            join(format!("/proc/self/root{outside}")),
+        ),
+        (
+            "// and /. segments",
+            join(format!("{scope}//./..//outside/.")),
+        ),
     ]
 }
