@@ -108,11 +108,24 @@ fn fixture_pair(client: Client) {
             "read_many",
             json!({"paths": [tree.p("scope/a.txt"), tree.p("outside/secret.txt")]}),
         ));
+        // resources/read with file:// URIs is checked too.
+        steps.push(read_resource(&format!("file://{}", tree.p("scope/a.txt"))));
+        steps.push(read_resource(&format!(
+            "file://{}",
+            tree.p("outside/secret.txt")
+        )));
+        steps.push(read_resource(&format!(
+            "file://{}/%2e%2e/outside/secret.txt",
+            tree.scope()
+        )));
         json!({ "steps": steps })
     };
     let first_hostile = 4;
     let write_out = first_hostile + hostile.len();
     let nested = write_out + 1;
+    let resource_in = nested + 1;
+    let resource_out = nested + 2;
+    let resource_encoded = nested + 3;
 
     let direct = run_client(
         client,
@@ -212,6 +225,49 @@ fn fixture_pair(client: Client) {
     );
     let secret = tree.p("outside/secret.txt");
     assert_proxy_denied(&proxied, nested, "nested array element", &secret, &secret);
+
+    // resources/read: in scope answered by the server, outside refused by the proxy with a
+    // JSON-RPC error carrying the same structured denial.
+    for run in [&direct, &proxied] {
+        assert_eq!(
+            run.result(resource_in)["contents"][0]["text"],
+            "alpha",
+            "{}",
+            run.label
+        );
+    }
+    for (i, form) in [
+        (resource_out, "file:// outside"),
+        (resource_encoded, "file:// with %2e%2e"),
+    ] {
+        let err = proxied.error(i).unwrap_or_else(|| {
+            panic!(
+                "{}: resources/read {form} was not refused: {}",
+                proxied.label,
+                proxied.result(i)
+            )
+        });
+        let denial = &err["data"]["mcpjail/denial"];
+        assert_eq!(
+            denial["path"],
+            secret.as_str(),
+            "{}: {form}: {err}",
+            proxied.label
+        );
+        assert!(
+            err["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(&secret),
+            "{form}: {err}"
+        );
+    }
+    assert_eq!(
+        proxied.fixture_reads(),
+        [json!({"uri": format!("file://{}", tree.p("scope/a.txt"))})],
+        "{}: only the in-scope resources/read may reach the fixture",
+        proxied.label
+    );
 
     // ...and only the three in-scope calls ever reached the server.
     let reached: Vec<Value> = proxied.fixture_calls();
@@ -473,7 +529,7 @@ fn roots_pair(client: Client) {
         "wait_initial_roots": true,
         "steps": [
             // The server applies roots asynchronously after the reply: repeat until it has.
-            {"tool": "list_allowed_directories", "arguments": {}, "until_text": format!("{sub}\n"), "max_tries": 500},
+            {"tool": "list_allowed_directories", "arguments": {}, "until_text": format!("{sub}\n"), "max_tries": 5000},
             call("list_allowed_directories", json!({})),
             call("read_text_file", json!({"path": tree.p("scope/sub/b.txt")})),
             call("read_text_file", json!({"path": tree.p("scope/a.txt")})),

@@ -244,6 +244,20 @@ impl Run {
             .and_then(|m| m.get("mcpjail/denial"))
     }
 
+    /// The JSON-RPC error step `i` got, if any.
+    pub fn error(&self, i: usize) -> Option<&Value> {
+        self.step(i).get("error")
+    }
+
+    /// Every `FIXTURE-READ {json}` line (a `resources/read` that reached the fixture), parsed.
+    pub fn fixture_reads(&self) -> Vec<Value> {
+        self.stderr
+            .lines()
+            .filter_map(|l| l.strip_prefix("FIXTURE-READ "))
+            .map(|j| serde_json::from_str(j).expect("FIXTURE-READ line is JSON"))
+            .collect()
+    }
+
     /// Every `FIXTURE-CALL {json}` line the fixture server printed, parsed.
     pub fn fixture_calls(&self) -> Vec<Value> {
         self.stderr
@@ -261,6 +275,10 @@ pub fn call(tool: &str, arguments: Value) -> Value {
 
 pub fn list_tools() -> Value {
     json!({"call": "tools/list"})
+}
+
+pub fn read_resource(uri: &str) -> Value {
+    json!({"call": "resources/read", "uri": uri})
 }
 
 /// A scratch tree around a scope, with things outside it worth stealing.
