@@ -529,7 +529,7 @@ fn roots_pair(client: Client) {
         "wait_initial_roots": true,
         "steps": [
             // The server applies roots asynchronously after the reply: repeat until it has.
-            {"tool": "list_allowed_directories", "arguments": {}, "until_text": format!("{sub}\n"), "max_tries": 5000},
+            {"tool": "list_allowed_directories", "arguments": {}, "until_text": format!("Allowed directories:\n{sub}"), "max_tries": 5000},
             call("list_allowed_directories", json!({})),
             call("read_text_file", json!({"path": tree.p("scope/sub/b.txt")})),
             call("read_text_file", json!({"path": tree.p("scope/a.txt")})),
@@ -549,6 +549,12 @@ fn roots_pair(client: Client) {
         run.label
     );
     // "Allowed directories:\n<dir>": the whole last line, since the scope is a prefix of sub.
+    let tries = run.steps[0]["tries"].as_u64().unwrap_or(0);
+    assert!(
+        tries < 5000,
+        "{}: the server never applied the client's roots",
+        run.label
+    );
     let allowed = run.ok_text(1);
     assert_eq!(
         allowed.lines().last(),
