@@ -162,3 +162,63 @@ proptest! {
         }
     }
 }
+
+fn json_leaf() -> impl Strategy<Value = serde_json::Value> {
+    prop_oneof![
+        Just(serde_json::Value::Null),
+        any::<bool>().prop_map(serde_json::Value::Bool),
+        any::<i64>().prop_map(|n| serde_json::json!(n)),
+        "(/|~|\\./|\\.\\./|file://|C:\\\\|\\$HOME|[a-z ]{0,3})[a-z./~\\\\]{0,8}"
+            .prop_map(serde_json::Value::String),
+    ]
+}
+
+fn json_tree() -> impl Strategy<Value = serde_json::Value> {
+    json_leaf().prop_recursive(6, 64, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::Array),
+            prop::collection::btree_map("[a-z/~]{1,6}", inner, 0..6)
+                .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// Every string leaf with its JSON pointer.
+fn leaves(v: &serde_json::Value, pointer: String, out: &mut Vec<(String, String)>) {
+    match v {
+        serde_json::Value::String(s) => out.push((pointer, s.clone())),
+        serde_json::Value::Array(items) => {
+            for (i, x) in items.iter().enumerate() {
+                leaves(x, format!("{pointer}/{i}"), out);
+            }
+        }
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                let k = k.replace('~', "~0").replace('/', "~1");
+                leaves(x, format!("{pointer}/{k}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    /// The value heuristic misses nothing: every string that looks like a path, anywhere in
+    /// the arguments, is reported at its exact pointer — with no schema at all.
+    #[test]
+    fn every_path_looking_string_is_found(args in json_tree()) {
+        use mcpjail::policy::detect::looks_like_path;
+        let found = mcpjail::policy::scan_arguments(None, &args).unwrap();
+        let mut all = Vec::new();
+        leaves(&args, String::new(), &mut all);
+        for (pointer, value) in all {
+            let reported = found.iter().any(|a| a.pointer == pointer && a.value == value);
+            prop_assert_eq!(reported, looks_like_path(&value), "{} = {:?}", pointer, value);
+        }
+        for a in &found {
+            prop_assert!(args.pointer(&a.pointer).is_some(), "bad pointer {}", a.pointer);
+        }
+    }
+}

@@ -187,11 +187,26 @@ fn confirm(yes: bool, what: &str) -> anyhow::Result<bool> {
         .with_hint("review the diff above (or run with --dry-run), then re-run with --yes")
         .into());
     }
-    eprint!("{what} these changes? [y/N] ");
+    eprint!("Go ahead and {what} these files? [y/N] ");
     std::io::stderr().flush()?;
     let mut line = String::new();
     std::io::stdin().lock().read_line(&mut line)?;
     Ok(matches!(line.trim(), "y" | "Y" | "yes" | "YES" | "Yes"))
+}
+
+/// Which plans a running client forbids writing now (checked before asking, and again
+/// right before writing).
+fn print_refusals(host: &HostEnv, plans: &[FilePlan], force: bool) {
+    for plan in plans {
+        if let Some(why) = apply::refusal(plan) {
+            let shown = display_path(host, &plan.file.path);
+            if force {
+                eprintln!("warning: {shown}: {why}; will write anyway (--force)");
+            } else {
+                eprintln!("warning: {shown} will be refused: {why}");
+            }
+        }
+    }
 }
 
 /// Write each plan unless refused; returns how many failed or were refused.
@@ -199,6 +214,8 @@ fn commit_all(
     host: &HostEnv,
     plans: &[FilePlan],
     force: bool,
+    quiet: bool,
+    verb: &str,
     commit: impl Fn(&FilePlan) -> Result<(), clients::ClientsError>,
 ) -> usize {
     let mut failed = 0;
@@ -221,7 +238,9 @@ fn commit_all(
                 for note in &plan.notes {
                     eprintln!("note: {shown}: {note}");
                 }
-                eprintln!("wrote {shown} ({} servers)", plan.changes.len());
+                if !quiet {
+                    eprintln!("{verb} {shown} ({} servers)", plan.changes.len());
+                }
             }
             Err(e) => {
                 eprintln!("error: {shown}: {e}");
@@ -238,7 +257,7 @@ pub fn run_install(args: InstallArgs, global: &GlobalArgs) -> anyhow::Result<Exi
     let project = project_dir(args.project)?;
     let proxy = resolve_proxy(args.proxy)?;
     let scans = scan::scan_all(&host, &project, &clients);
-    for scan in &scans {
+    for scan in scans.iter().filter(|_| !global.quiet) {
         for e in &scan.entries {
             if let (Some(why), false) = (&e.skipped, e.wrapped) {
                 eprintln!(
@@ -248,7 +267,7 @@ pub fn run_install(args: InstallArgs, global: &GlobalArgs) -> anyhow::Result<Exi
                     e.transport
                 );
             }
-            for w in &e.warnings {
+            for w in e.warnings.iter().filter(|_| e.wrappable()) {
                 eprintln!(
                     "warning: {} `{}`: {w}",
                     display_path(&host, &e.file),
@@ -264,18 +283,19 @@ pub fn run_install(args: InstallArgs, global: &GlobalArgs) -> anyhow::Result<Exi
         return Ok(exit_for(problems.len()));
     }
     print_diffs(&host, &plans, stdout_color(global))?;
+    print_refusals(&host, &plans, args.force);
     if args.dry_run {
         return Ok(exit_for(problems.len()));
     }
-    if !confirm(args.yes, "Write")? {
+    if !confirm(args.yes, "write")? {
         eprintln!("nothing written");
         return Ok(ExitCode::from(1));
     }
     let installs = host.installs_dir();
-    let failed = commit_all(&host, &plans, args.force, |plan| {
+    let failed = commit_all(&host, &plans, args.force, global.quiet, "wrapped", |plan| {
         apply::commit_install(plan, &installs).map(|_| ())
     });
-    if failed == 0 && problems.is_empty() {
+    if failed == 0 && problems.is_empty() && !global.quiet {
         eprintln!(
             "done: backups and records in {}; undo with `mcpjail uninstall`",
             display_path(&host, &installs)
@@ -318,14 +338,22 @@ pub fn run_uninstall(args: UninstallArgs, global: &GlobalArgs) -> anyhow::Result
         return Ok(exit_for(problems.len()));
     }
     print_diffs(&host, &plans, stdout_color(global))?;
+    print_refusals(&host, &plans, args.force);
     if args.dry_run {
         return Ok(exit_for(problems.len()));
     }
-    if !confirm(args.yes, "Write")? {
+    if !confirm(args.yes, "write")? {
         eprintln!("nothing written");
         return Ok(ExitCode::from(1));
     }
-    let failed = commit_all(&host, &plans, args.force, apply::commit_uninstall);
+    let failed = commit_all(
+        &host,
+        &plans,
+        args.force,
+        global.quiet,
+        "restored",
+        apply::commit_uninstall,
+    );
     Ok(exit_for(failed + problems.len()))
 }
 

@@ -36,15 +36,17 @@ pub struct Problem {
     pub message: String,
 }
 
-fn locate(
+type Target<'a> = (Vec<String>, &'a str);
+
+/// Locate many entries with one parse of `text` (`.claude.json` can be megabytes).
+fn locate_many(
     format: Format,
     text: &str,
-    holder: &[String],
-    key: &str,
-) -> Result<Option<Located>, ClientsError> {
+    targets: &[Target<'_>],
+) -> Result<Vec<Result<Option<Located>, ClientsError>>, ClientsError> {
     match format {
-        Format::Jsonc => jsonc::locate(text, holder, key),
-        Format::Toml => tomlfmt::locate(text, holder, key),
+        Format::Jsonc => jsonc::locate_many(text, targets),
+        Format::Toml => tomlfmt::locate_many(text, targets),
     }
 }
 
@@ -67,10 +69,11 @@ fn wrap_splices(
     format: Format,
     text: &str,
     entry: &ServerEntry,
+    located: Result<Option<Located>, ClientsError>,
     proxy: &str,
 ) -> Result<(Vec<Splice>, EntryChange), ClientsError> {
     let (holder, command_key) = entry.holder_path();
-    let loc = locate(format, text, &holder, command_key)?
+    let loc = located?
         .ok_or_else(|| ClientsError::Unsupported("cannot find the entry's command".into()))?;
     let command = entry
         .command
@@ -214,8 +217,21 @@ pub fn plan_install(scans: &[FileScan], proxy: &Path) -> (Vec<FilePlan>, Vec<Pro
         let mut splices = Vec::new();
         let mut changes = Vec::new();
         let mut command_splice_index = Vec::new();
-        for entry in scan.entries.iter().filter(|e| e.wrappable()) {
-            match wrap_splices(scan.file.format, text, entry, &proxy) {
+        let wrappable: Vec<&ServerEntry> = scan.entries.iter().filter(|e| e.wrappable()).collect();
+        let targets: Vec<Target<'_>> = wrappable.iter().map(|e| e.holder_path()).collect();
+        let located = match locate_many(scan.file.format, text, &targets) {
+            Ok(l) => l,
+            Err(e) => {
+                problems.push(Problem {
+                    file: scan.file.path.clone(),
+                    server: None,
+                    message: e.to_string(),
+                });
+                continue;
+            }
+        };
+        for (entry, located) in wrappable.into_iter().zip(located) {
+            match wrap_splices(scan.file.format, text, entry, located, &proxy) {
                 Ok((s, change)) => {
                     command_splice_index.push((splices.len(), splices.len() + s.len()));
                     splices.extend(s);
@@ -280,9 +296,10 @@ fn reverse_entry(
     format: Format,
     text: &str,
     c: &EntryChange,
+    located: Result<Option<Located>, ClientsError>,
     notes: &mut Vec<String>,
 ) -> Result<Vec<Splice>, ClientsError> {
-    let Some(loc) = locate(format, text, &c.holder, &c.command_key)? else {
+    let Some(loc) = located? else {
         notes.push(format!(
             "{}: entry no longer present; nothing to undo",
             c.server
@@ -390,8 +407,20 @@ pub fn plan_uninstall(
                 break;
             }
             let mut splices = Vec::new();
-            for c in &rec.changes {
-                match reverse_entry(file.format, &text, c, &mut notes) {
+            let targets: Vec<Target<'_>> = rec
+                .changes
+                .iter()
+                .map(|c| (c.holder.clone(), c.command_key.as_str()))
+                .collect();
+            let located = match locate_many(file.format, &text, &targets) {
+                Ok(l) => l,
+                Err(e) => {
+                    failed = Some(e.to_string());
+                    break;
+                }
+            };
+            for (c, located) in rec.changes.iter().zip(located) {
+                match reverse_entry(file.format, &text, c, located, &mut notes) {
                     Ok(s) => splices.extend(s),
                     Err(e) => notes.push(format!("{}: {e}", c.server)),
                 }
@@ -452,8 +481,24 @@ pub fn refusal(plan: &FilePlan) -> Option<String> {
     ))
 }
 
+/// The file must still hold the bytes the plan was made from: a client (or the user) writing
+/// it between planning and now would otherwise have its change overwritten.
+fn ensure_unchanged(plan: &FilePlan) -> Result<(), ClientsError> {
+    let current = std::fs::read(&plan.file.path).map_err(|source| ClientsError::Read {
+        path: plan.file.path.clone(),
+        source,
+    })?;
+    if current != plan.original.as_bytes() {
+        return Err(ClientsError::Changed {
+            path: plan.file.path.clone(),
+        });
+    }
+    Ok(())
+}
+
 /// Write an install plan: backup + record first, then the file, then read it back.
 pub fn commit_install(plan: &FilePlan, installs_dir: &Path) -> Result<PathBuf, ClientsError> {
+    ensure_unchanged(plan)?;
     let (record_path, rec) = record::save(
         installs_dir,
         plan.file.client.as_str(),
@@ -471,6 +516,7 @@ pub fn commit_install(plan: &FilePlan, installs_dir: &Path) -> Result<PathBuf, C
 
 /// Write an uninstall plan and mark its records undone.
 pub fn commit_uninstall(plan: &FilePlan) -> Result<(), ClientsError> {
+    ensure_unchanged(plan)?;
     if plan.new != plan.original {
         write_verified(&plan.file.path, plan.new.as_bytes())?;
     }
@@ -493,4 +539,54 @@ fn write_verified(path: &Path, bytes: &[u8]) -> Result<(), ClientsError> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::scan::scan_file;
+    use super::super::{file, ClientId, Scope};
+    use super::*;
+
+    fn setup() -> (tempfile::TempDir, ConfigFile, &'static str) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mcp.json");
+        let text = "{\n  // keep me\n  \"mcpServers\": { \"a\": { \"command\": \"srv\", \"env\": { \"K\": \"v\" } } }\n}\n";
+        std::fs::write(&path, text).unwrap();
+        let f = file(ClientId::Cursor, path, Format::Jsonc, Scope::User);
+        (dir, f, text)
+    }
+
+    #[test]
+    fn a_file_changed_after_planning_is_not_overwritten() {
+        let (dir, f, _) = setup();
+        let (plans, problems) = plan_install(&[scan_file(&f)], Path::new("/bin/mcpjail-proxy"));
+        assert!(problems.is_empty());
+        std::fs::write(&f.path, "{\"mcpServers\": {}}").unwrap();
+        let err = commit_install(&plans[0], &dir.path().join("state")).unwrap_err();
+        assert!(matches!(err, ClientsError::Changed { .. }), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&f.path).unwrap(),
+            "{\"mcpServers\": {}}"
+        );
+        assert!(
+            !dir.path().join("state").exists()
+                || std::fs::read_dir(dir.path().join("state")).unwrap().count() == 0
+        );
+    }
+
+    #[test]
+    fn plan_edits_only_command_and_adds_args_with_env_keep() {
+        let (_dir, f, text) = setup();
+        let (plans, _) = plan_install(&[scan_file(&f)], Path::new("/bin/mcpjail-proxy"));
+        assert_eq!(
+            plans[0].new,
+            text.replace(
+                "\"command\": \"srv\",",
+                "\"command\": \"/bin/mcpjail-proxy\", \"args\": [\"--name\", \"a\", \"--env-keep\", \"K\", \"--\", \"srv\"],"
+            )
+        );
+        let c = &plans[0].changes[0];
+        assert_eq!(c.old.args, None);
+        assert_eq!(c.edits[0].old, "\"srv\"");
+    }
 }

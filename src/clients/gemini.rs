@@ -5,7 +5,8 @@
 use std::path::Path;
 
 use super::{
-    classify_common, file, single_section, ClientId, ClientSpec, ConfigFile, Format, HostEnv, Scope,
+    classify_common, file, single_section, ClientId, ClientSpec, ConfigFile, Format, HostEnv,
+    Scope, Shape,
 };
 
 pub const SPEC: ClientSpec = ClientSpec {
@@ -13,7 +14,7 @@ pub const SPEC: ClientSpec = ClientSpec {
     format: Format::Jsonc,
     files,
     sections: |_, f| single_section("mcpServers", f),
-    classify: classify_common,
+    classify,
 };
 
 fn files(host: &HostEnv, project: &Path) -> Vec<ConfigFile> {
@@ -31,4 +32,16 @@ fn files(host: &HostEnv, project: &Path) -> Vec<ConfigFile> {
             Scope::Project,
         ),
     ]
+}
+
+/// Gemini's `url` means SSE (`httpUrl` is streamable HTTP).
+fn classify(entry: &serde_json::Value) -> Shape {
+    match classify_common(entry) {
+        Shape::Remote(t)
+            if t == "http" && entry.get("url").is_some() && entry.get("type").is_none() =>
+        {
+            Shape::Remote("sse".into())
+        }
+        other => other,
+    }
 }

@@ -93,41 +93,63 @@ pub fn locate(
     holder: &[String],
     command_key: &str,
 ) -> Result<Option<Located>, ClientsError> {
+    locate_many(text, &[(holder.to_vec(), command_key)])?
+        .pop()
+        .unwrap_or(Ok(None))
+}
+
+/// [`locate`] for many entries with one parse (`.claude.json` can be megabytes).
+pub fn locate_many(
+    text: &str,
+    targets: &[(Vec<String>, &str)],
+) -> Result<Vec<Result<Option<Located>, ClientsError>>, ClientsError> {
     with_ast(text, |root, off| {
-        let Some(obj) = walk(root, holder) else {
-            return Ok(None);
-        };
-        let Some(cmd_prop) = last_prop(obj, command_key) else {
-            return Ok(None);
-        };
-        let Some(cmd) = cmd_prop.value.as_string_lit() else {
-            return Ok(None);
-        };
-        let args = match last_prop(obj, "args").map(|p| &p.value) {
-            Some(Value::Array(arr)) => Some(LocatedArray {
-                range: arr.range.start + off..arr.range.end + off,
-                first_element: arr.elements.first().map(|e| e.range().start + off),
-                values: arr
-                    .elements
-                    .iter()
-                    .map(|e| e.as_string_lit().map(|s| s.value.to_string()))
-                    .collect(),
-            }),
-            Some(_) => {
-                return Err(ClientsError::Unsupported(
-                    "`args` is not an array".to_string(),
-                ))
-            }
-            None => None,
-        };
-        Ok(Some(Located {
-            command: cmd.range.start + off..cmd.range.end + off,
-            command_value: cmd.value.to_string(),
-            args,
-            command_key_start: cmd_prop.range.start + off,
-            in_inline_table: false,
-        }))
+        Ok(targets
+            .iter()
+            .map(|(holder, key)| locate_in(root, off, holder, key))
+            .collect())
     })
+}
+
+fn locate_in(
+    root: &Value<'_>,
+    off: usize,
+    holder: &[String],
+    command_key: &str,
+) -> Result<Option<Located>, ClientsError> {
+    let Some(obj) = walk(root, holder) else {
+        return Ok(None);
+    };
+    let Some(cmd_prop) = last_prop(obj, command_key) else {
+        return Ok(None);
+    };
+    let Some(cmd) = cmd_prop.value.as_string_lit() else {
+        return Ok(None);
+    };
+    let args = match last_prop(obj, "args").map(|p| &p.value) {
+        Some(Value::Array(arr)) => Some(LocatedArray {
+            range: arr.range.start + off..arr.range.end + off,
+            first_element: arr.elements.first().map(|e| e.range().start + off),
+            values: arr
+                .elements
+                .iter()
+                .map(|e| e.as_string_lit().map(|s| s.value.to_string()))
+                .collect(),
+        }),
+        Some(_) => {
+            return Err(ClientsError::Unsupported(
+                "`args` is not an array".to_string(),
+            ))
+        }
+        None => None,
+    };
+    Ok(Some(Located {
+        command: cmd.range.start + off..cmd.range.end + off,
+        command_value: cmd.value.to_string(),
+        args,
+        command_key_start: cmd_prop.range.start + off,
+        in_inline_table: false,
+    }))
 }
 
 /// A JSON string literal (non-ASCII kept as is, like the clients write it).

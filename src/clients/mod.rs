@@ -62,6 +62,8 @@ pub enum ClientsError {
     },
     #[error("{path} does not parse: {message}\nhint: fix the syntax error (mcpjail never rewrites a file it cannot parse)")]
     Parse { path: PathBuf, message: String },
+    #[error("{path} changed while mcpjail was planning its edit; nothing written\nhint: run the command again")]
+    Changed { path: PathBuf },
     #[error("unsupported entry: {0}")]
     Unsupported(String),
     #[error("install record {path} is unreadable: {message}")]
@@ -335,5 +337,140 @@ pub fn config_file_for_record(client: ClientId, path: PathBuf) -> ConfigFile {
         format: spec.format,
         scope: Scope::User,
         rewritten_by,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(os: Os, vars: &[(&str, &str)]) -> HostEnv {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        HostEnv::from_lookup(os, |k| {
+            vars.iter().find(|(key, _)| key == k).map(|(_, v)| v.into())
+        })
+        .unwrap()
+    }
+
+    fn paths(h: &HostEnv, client: ClientId) -> Vec<String> {
+        config_files(h, Path::new("/p"), &[client])
+            .into_iter()
+            .map(|f| f.path.to_string_lossy().replace('\\', "/"))
+            .collect()
+    }
+
+    #[test]
+    fn linux_paths_follow_xdg_and_overrides() {
+        let h = host(
+            Os::Linux,
+            &[
+                ("HOME", "/h"),
+                ("XDG_CONFIG_HOME", "/x"),
+                ("CLAUDE_CONFIG_DIR", "/c"),
+                ("CODEX_HOME", "/cx"),
+            ],
+        );
+        assert_eq!(
+            paths(&h, ClientId::ClaudeDesktop),
+            ["/x/Claude/claude_desktop_config.json"]
+        );
+        assert_eq!(
+            paths(&h, ClientId::ClaudeCode),
+            ["/c/.claude.json", "/p/.mcp.json"]
+        );
+        assert_eq!(
+            paths(&h, ClientId::Vscode),
+            ["/x/Code/User/mcp.json", "/p/.vscode/mcp.json"]
+        );
+        assert_eq!(
+            paths(&h, ClientId::VscodeInsiders),
+            ["/x/Code - Insiders/User/mcp.json"]
+        );
+        assert_eq!(
+            paths(&h, ClientId::Zed),
+            ["/x/zed/settings.json", "/p/.zed/settings.json"]
+        );
+        assert_eq!(paths(&h, ClientId::Codex), ["/cx/config.toml"]);
+        assert_eq!(
+            h.installs_dir(),
+            Path::new("/h/.local/state/mcpjail/installs")
+        );
+        // A relative XDG value is ignored, as the XDG spec says.
+        let h = host(Os::Linux, &[("HOME", "/h"), ("XDG_CONFIG_HOME", "rel")]);
+        assert_eq!(
+            paths(&h, ClientId::ClaudeDesktop),
+            ["/h/.config/Claude/claude_desktop_config.json"]
+        );
+    }
+
+    #[test]
+    fn macos_paths() {
+        let h = host(Os::MacOs, &[("HOME", "/Users/z")]);
+        assert_eq!(
+            paths(&h, ClientId::ClaudeDesktop),
+            ["/Users/z/Library/Application Support/Claude/claude_desktop_config.json"]
+        );
+        assert_eq!(
+            paths(&h, ClientId::Vscode)[0],
+            "/Users/z/Library/Application Support/Code/User/mcp.json"
+        );
+        assert_eq!(
+            paths(&h, ClientId::Zed)[0],
+            "/Users/z/.config/zed/settings.json"
+        );
+        assert_eq!(paths(&h, ClientId::Cursor)[0], "/Users/z/.cursor/mcp.json");
+        assert_eq!(paths(&h, ClientId::ClaudeCode)[0], "/Users/z/.claude.json");
+    }
+
+    #[test]
+    fn windows_paths_include_msix() {
+        let h = host(
+            Os::Windows,
+            &[
+                ("USERPROFILE", "C:/Users/z"),
+                ("APPDATA", "C:/Users/z/AppData/Roaming"),
+                ("LOCALAPPDATA", "C:/Users/z/AppData/Local"),
+            ],
+        );
+        assert_eq!(
+            paths(&h, ClientId::ClaudeDesktop),
+            [
+                "C:/Users/z/AppData/Roaming/Claude/claude_desktop_config.json",
+                "C:/Users/z/AppData/Local/Packages/Claude_pzs8sxrjxfjjc/LocalCache/Roaming/Claude/claude_desktop_config.json"
+            ]
+        );
+        assert_eq!(
+            paths(&h, ClientId::Zed)[0],
+            "C:/Users/z/AppData/Roaming/Zed/settings.json"
+        );
+        assert_eq!(
+            paths(&h, ClientId::Windsurf),
+            ["C:/Users/z/.codeium/windsurf/mcp_config.json"]
+        );
+    }
+
+    #[test]
+    fn remote_markers() {
+        use serde_json::json;
+        for remote in [
+            json!({"url": "https://x"}),
+            json!({"serverUrl": "https://x"}),
+            json!({"httpUrl": "https://x"}),
+            json!({"uri": "ws://x"}),
+            json!({"type": "streamableHttp", "command": "x"}),
+            json!({"transportType": "sse", "command": "x"}),
+        ] {
+            assert!(
+                matches!(classify_common(&remote), Shape::Remote(_)),
+                "{remote}"
+            );
+        }
+        assert!(matches!(
+            classify_common(&json!({"type": "stdio", "command": "x"})),
+            Shape::Stdio { .. }
+        ));
     }
 }

@@ -32,9 +32,30 @@ pub fn locate(
     holder: &[String],
     command_key: &str,
 ) -> Result<Option<Located>, ClientsError> {
+    locate_many(text, &[(holder.to_vec(), command_key)])?
+        .pop()
+        .unwrap_or(Ok(None))
+}
+
+/// [`locate`] for many entries with one parse.
+pub fn locate_many(
+    text: &str,
+    targets: &[(Vec<String>, &str)],
+) -> Result<Vec<Result<Option<Located>, ClientsError>>, ClientsError> {
     let doc = Document::parse(text)
         .map_err(|e| ClientsError::Internal(format!("re-parse failed: {e}")))?;
-    let Some(item) = walk(doc.as_item(), holder) else {
+    Ok(targets
+        .iter()
+        .map(|(holder, key)| locate_in(doc.as_item(), holder, key))
+        .collect())
+}
+
+fn locate_in(
+    root: &Item,
+    holder: &[String],
+    command_key: &str,
+) -> Result<Option<Located>, ClientsError> {
+    let Some(item) = walk(root, holder) else {
         return Ok(None);
     };
     let Some(table) = item.as_table_like() else {

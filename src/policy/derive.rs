@@ -11,10 +11,13 @@
 //!    inside the server's install tree (`node_modules`, a venv, `site-packages`), which are
 //!    runtime and go to `exec`. Arguments that look like paths but do not exist are reported in
 //!    `notes` and not granted. A policy file with `ignore_argv = true` skips this step;
-//! 3. environment variables the server gets whose *names* say they hold a path
-//!    (`MEMORY_FILE_PATH`, `DATA_DIR`, …; ambient ones like `HOME`, `PATH`, `XDG_*` are ignored):
-//!    a directory is granted, a file grants its directory (servers write a temp file next to it
-//!    and rename) unless that directory is `/` or the home directory, then only the file;
+//! 3. with [`derive_scope_with_env`], the environment variables the jail passes to the server
+//!    (`--env-keep`) whose *names* say they hold a path (`MEMORY_FILE_PATH`, `DATA_DIR`, …;
+//!    ambient ones like `HOME`, `PATH`, `XDG_*` and anything under `/etc`, `/usr`, … are
+//!    ignored): a directory is granted, a file grants its directory (servers write a temp file
+//!    next to it and rename) unless that directory is `/` or the home directory, then only the
+//!    file. The ambient environment is never used: a shell's `NIX_SSL_CERT_FILE` must not grant
+//!    `/etc/ssl/certs`;
 //! 4. `--allow-read` / `--allow-write` ([`ScopeSource::Flag`]).
 //!
 //! Tool schemas and client roots are applied later by the proxy (`ToolInfo`, `Scope::narrowed_to`).
@@ -25,7 +28,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::detect::{looks_like_path, words};
+use super::detect::{looks_like_path, words, ToolInfo};
 use super::resolve::{resolve, ResolveContext};
 use super::scope::{validate_deny_globs, ScopeEntry, ScopeSource};
 use super::Scope;
@@ -62,6 +65,15 @@ impl Derived {
     /// Does the policy file force `tool` read-only (whatever its annotations say)?
     pub fn tool_forced_read_only(&self, tool: &str) -> bool {
         self.tools.get(tool).is_some_and(|t| t.read_only)
+    }
+
+    /// Apply the policy file's per-tool settings to what `tools/list` said: a tool the file
+    /// marks read-only stays read-only even if the server stops saying so (call this on every
+    /// [`ToolInfo`] the proxy learns).
+    pub fn apply_tool_policy(&self, info: &mut ToolInfo) {
+        if self.tool_forced_read_only(&info.name) {
+            info.read_only = true;
+        }
     }
 }
 
@@ -239,18 +251,17 @@ pub fn always_denied(home: Option<&Path>) -> Vec<String> {
     out
 }
 
-/// Derive the Scope for a server (see DESIGN.md "Derivation" and the module docs). The server's
-/// environment is taken to be this process's (the proxy passes its own environment on);
-/// [`derive_scope_with_env`] takes it explicitly.
+/// Derive the Scope for a server (see DESIGN.md "Derivation" and the module docs), without
+/// looking at environment variables: the jail scrubs the server's environment, so only the
+/// variables it passes through (`--env-keep`) can name paths; give those to
+/// [`derive_scope_with_env`].
 pub fn derive_scope(inputs: &DeriveInputs) -> Result<Derived, DeriveError> {
-    let env: Vec<(String, String)> = std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .collect();
-    derive_scope_with_env(inputs, &env)
+    derive_scope_with_env(inputs, &[])
 }
 
-/// [`derive_scope`] with the server's environment given: only variables whose names say they
-/// hold a path are looked at (see the module docs).
+/// [`derive_scope`] plus the environment variables the server will really get (those the jail
+/// passes through). Only variables whose names say they hold a path are looked at (see the
+/// module docs); paths under system directories are never granted from the environment.
 pub fn derive_scope_with_env(
     inputs: &DeriveInputs,
     env: &[(String, String)],
@@ -483,6 +494,13 @@ fn env_path(key: &str, value: &str, ctx: &ResolveContext) -> Option<(PathBuf, St
         return None;
     }
     let path = resolve(value, ctx).ok()?;
+    const SYSTEM: &[&str] = &[
+        "/etc", "/usr", "/lib", "/lib64", "/bin", "/sbin", "/proc", "/sys", "/dev", "/boot",
+        "/run", "/var/lib", "/opt",
+    ];
+    if SYSTEM.iter().any(|d| path.starts_with(d)) || path == Path::new("/") {
+        return None;
+    }
     let names_file = path.is_file()
         || (!path.exists()
             && key_words
@@ -541,7 +559,9 @@ struct CommandAnalysis {
 pub fn runtime_paths(command: &[String], cwd: &Path) -> Vec<PathBuf> {
     let ctx = ResolveContext {
         cwd: cwd.to_path_buf(),
-        home: None,
+        home: std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from),
     };
     analyse_command(command, &ctx).runtime
 }
@@ -720,14 +740,14 @@ fn analyse_command(command: &[String], ctx: &ResolveContext) -> CommandAnalysis 
     };
     let program_path = find_program(program, &ctx.cwd);
     if let Some(p) = &program_path {
-        add_runtime(&mut out.runtime, p);
+        add_runtime(&mut out.runtime, p, ctx.home.as_deref());
     }
     // The name as typed decides the launcher (`node` may be a symlink to `nodejs`).
     let split = split_launcher_args(launcher_for(program), args);
     for i in split.runtime_args {
         if let Ok(p) = resolve(&args[i], ctx) {
             if p.exists() {
-                add_runtime(&mut out.runtime, &p);
+                add_runtime(&mut out.runtime, &p, ctx.home.as_deref());
             }
         }
     }
@@ -793,11 +813,15 @@ fn find_program(program: &str, cwd: &Path) -> Option<PathBuf> {
 /// Record `p` (as typed and canonical), the install tree around it, the prefix of a program in
 /// a `bin` directory (`/opt/py/bin/python3` → `/opt/py`, where its standard library lives) and
 /// the interpreter of a `#!` script.
-fn add_runtime(runtime: &mut Vec<PathBuf>, p: &Path) {
-    add_runtime_depth(runtime, p, 0);
+///
+/// Never `/`, the home directory or one of its ancestors: a prefix that wide (`~/bin/server`
+/// gives `~`) is replaced by the file it came from.
+fn add_runtime(runtime: &mut Vec<PathBuf>, p: &Path, home: Option<&Path>) {
+    let home = home.map(|h| std::fs::canonicalize(h).unwrap_or_else(|_| h.to_path_buf()));
+    add_runtime_depth(runtime, p, home.as_deref(), 0);
 }
 
-fn add_runtime_depth(runtime: &mut Vec<PathBuf>, p: &Path, depth: usize) {
+fn add_runtime_depth(runtime: &mut Vec<PathBuf>, p: &Path, home: Option<&Path>, depth: usize) {
     let canonical = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let mut roots = Vec::new();
     for candidate in [p.to_path_buf(), canonical.clone()] {
@@ -808,6 +832,8 @@ fn add_runtime_depth(runtime: &mut Vec<PathBuf>, p: &Path, depth: usize) {
     }
     for root in roots {
         let root = std::fs::canonicalize(&root).unwrap_or(root);
+        let too_wide = root.parent().is_none() || home.is_some_and(|h| h.starts_with(&root));
+        let root = if too_wide { canonical.clone() } else { root };
         if !runtime.iter().any(|r| root.starts_with(r)) {
             runtime.retain(|r| !r.starts_with(&root));
             runtime.push(root);
@@ -817,7 +843,7 @@ fn add_runtime_depth(runtime: &mut Vec<PathBuf>, p: &Path, depth: usize) {
     // interpreter is runtime too. One level is enough; a shebang chain is not followed further.
     if depth == 0 {
         if let Some(interp) = shebang_interpreter(&canonical) {
-            add_runtime_depth(runtime, &interp, depth + 1);
+            add_runtime_depth(runtime, &interp, home, depth + 1);
         }
     }
 }
@@ -832,7 +858,8 @@ fn bin_prefix(program: &Path) -> Option<PathBuf> {
     (prefix.parent().is_some()).then(|| prefix.to_path_buf())
 }
 
-/// The absolute interpreter path of a `#!` script (not `/usr/bin/env`, which names no file).
+/// The interpreter of a `#!` script: its absolute path, or for `#!/usr/bin/env NAME` the
+/// `NAME` found on `PATH`.
 fn shebang_interpreter(script: &Path) -> Option<PathBuf> {
     use std::io::Read;
     let mut head = [0u8; 256];
@@ -840,9 +867,15 @@ fn shebang_interpreter(script: &Path) -> Option<PathBuf> {
     let line = head[..n].strip_prefix(b"#!")?;
     let end = line.iter().position(|&b| b == b'\n').unwrap_or(line.len());
     let line = std::str::from_utf8(&line[..end]).ok()?.trim();
-    let interp = line.split_whitespace().next()?;
+    let mut words = line.split_whitespace();
+    let interp = words.next()?;
+    if interp.ends_with("/env") {
+        // `#!/usr/bin/env [-S] node`: the program is looked up on PATH.
+        let name = words.find(|w| !w.starts_with('-'))?;
+        return find_program(name, Path::new("/"));
+    }
     let path = PathBuf::from(interp);
-    (path.is_absolute() && !interp.ends_with("/env") && path.exists()).then_some(path)
+    (path.is_absolute() && path.exists()).then_some(path)
 }
 
 /// The install tree a program or script lives in: the outermost `node_modules`, a venv (an
@@ -1047,6 +1080,14 @@ mod tests {
         assert_eq!(paths(&d.scope.write), vec![f.root.join("home/w")]);
         assert!(d.scope.deny.contains(&"**/*.db".to_string()));
         assert!(d.tool_forced_read_only("write_file"));
+        let mut t = ToolInfo {
+            name: "write_file".into(),
+            path_args: vec!["/path".into()],
+            read_only: false,
+            weak_path_args: vec![],
+        };
+        d.apply_tool_policy(&mut t);
+        assert!(t.read_only);
         assert!(d.notes.iter().any(|n| n.contains("ignore_argv")));
         assert!(d.notes.iter().any(|n| n.contains("does not exist yet")));
     }
@@ -1097,6 +1138,10 @@ mod tests {
             ("HOME".into(), f.root.join("home").to_string_lossy().into()),
             ("PATH".into(), "/usr/bin:/bin".into()),
             ("API_TOKEN".into(), "/not/a/path".into()),
+            (
+                "NIX_SSL_CERT_FILE".into(),
+                "/etc/ssl/certs/ca-certificates.crt".into(),
+            ),
             (
                 "NOTES_FILE".into(),
                 f.root.join("home/notes.md").to_string_lossy().into(),
@@ -1182,6 +1227,20 @@ mod tests {
         );
         assert!(rt.contains(&f.root.join("venv")), "{rt:?}");
         assert!(rt.contains(&f.root.join("py")), "{rt:?}");
+    }
+
+    #[test]
+    fn runtime_never_covers_home_or_root() {
+        let f = fx();
+        let home = f.root.join("home");
+        std::fs::create_dir_all(home.join("bin")).unwrap();
+        std::fs::write(home.join("bin/server"), "").unwrap();
+        let i = DeriveInputs {
+            command: vec![home.join("bin/server").to_string_lossy().into()],
+            ..inputs(&f, vec![])
+        };
+        let d = derive(&i).unwrap();
+        assert_eq!(paths(&d.scope.exec), vec![home.join("bin/server")]);
     }
 
     #[test]

@@ -82,6 +82,9 @@ impl ToolInfo {
                 weak_path_args.push(w);
             }
         }
+        // Sorted, so output does not depend on the JSON map's key order.
+        path_args.sort();
+        weak_path_args.sort();
         Some(ToolInfo {
             name,
             path_args,

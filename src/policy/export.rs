@@ -1,5 +1,11 @@
 //! Export a derived [`Scope`] in other sandboxes' own formats, so their users gain the derived
-//! allowlist too (`mcpjail policy export --format srt|nono|landrun`).
+//! allowlist too (`mcpjail policy export --format srt|nono|landrun|seatbelt`).
+//!
+//! Every export takes the server's runtime as the jail sees it — the sandbox's own
+//! [`crate::sandbox::Grant`]s from its runtime discovery and system list ([`runtime_grants`]) —
+//! so the exported policy runs the server the way mcpjail's jail does. (This is the one place
+//! the policy module looks at the sandbox: the formats need the runtime, and the runtime is the
+//! sandbox's to discover.)
 //!
 //! * **srt** (Anthropic's sandbox-runtime) settings JSON. srt leaves reads open unless denied,
 //!   so the home directory, `/root` and the shadow files go to `denyRead`, and the scope (and
@@ -12,6 +18,8 @@
 //! * **landrun** command line: `--rox` runtime, `--ro` read scope, `--rw` write scope,
 //!   `--connect-tcp`/`--bind-tcp` ports (or `--unrestricted-network`), `--env PATH --env HOME`,
 //!   `--best-effort` (landrun targets a newer Landlock ABI than most kernels have).
+//! * **seatbelt**: the macOS `sandbox-exec` profile from [`crate::sandbox::seatbelt::profile`],
+//!   the same generator the jail uses on macOS.
 //!
 //! Landlock-based tools (nono, landrun) cannot deny a path inside an allowed directory, so `**/`
 //! deny globs (`.env`, `*.pem`) are not expressible there; the export says so in `notes`.
@@ -22,24 +30,40 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use super::scope::{Scope, ScopeEntry};
+use crate::sandbox::{Grant, GrantAccess};
 
-/// System paths every dynamically linked server needs (read + exec, or read-only), as measured
-/// for the jail (NOTES.md): libraries, the loader cache, TLS config, randomness.
-const SYSTEM_EXEC: &[&str] = &["/usr", "/lib", "/lib64", "/bin", "/sbin"];
-const SYSTEM_READ: &[&str] = &[
-    "/etc/ld.so.cache",
-    "/etc/ssl",
-    "/etc/ca-certificates",
-    "/etc/localtime",
-    "/etc/nsswitch.conf",
-    "/etc/passwd",
-    "/etc/hosts",
-    "/etc/resolv.conf",
-    "/dev/urandom",
-    "/dev/random",
-    "/proc/self",
-];
-const SYSTEM_WRITE: &[&str] = &["/dev/null"];
+/// The runtime the jail would grant `command` (system paths, plus what runtime discovery finds
+/// from the command line when there is one), and discovery's notes.
+pub fn runtime_grants(
+    command: &[String],
+    cwd: &Path,
+    allow_net: bool,
+) -> (Vec<Grant>, Vec<String>) {
+    let mut grants = crate::sandbox::runtime::system_grants(allow_net);
+    let mut notes = Vec::new();
+    if !command.is_empty() {
+        let vars: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+        let env = crate::sandbox::runtime::DiscoverEnv { vars: &vars };
+        match crate::sandbox::runtime::discover(command, cwd, &env) {
+            Ok(rt) => {
+                grants.extend(rt.grants);
+                notes.extend(rt.notes);
+            }
+            Err(e) => notes.push(format!(
+                "runtime discovery failed ({e}); only system paths are granted"
+            )),
+        }
+    }
+    (grants, notes)
+}
+
+fn grant_paths(runtime: &[Grant], access: GrantAccess) -> Vec<PathBuf> {
+    runtime
+        .iter()
+        .filter(|g| g.access == access)
+        .map(|g| g.path.clone())
+        .collect()
+}
 
 /// An exported policy plus what could not be expressed.
 #[derive(Debug, Clone)]
@@ -88,7 +112,7 @@ fn glob_denies(scope: &Scope) -> Vec<String> {
 }
 
 /// srt settings JSON.
-pub fn srt(scope: &Scope, home: Option<&Path>) -> Export {
+pub fn srt(scope: &Scope, runtime: &[Grant], home: Option<&Path>) -> Export {
     let mut notes = Vec::new();
     let mut deny_read: Vec<String> = Vec::new();
     let mut denied_roots: Vec<PathBuf> = Vec::new();
@@ -114,11 +138,14 @@ pub fn srt(scope: &Scope, home: Option<&Path>) -> Export {
     let readable = entry_paths(&scope.write)
         .into_iter()
         .chain(entry_paths(&scope.read))
-        .chain(entry_paths(&scope.exec));
-    let allow_read: Vec<String> = readable
-        .filter(|p| denied_roots.iter().any(|r| p.starts_with(r)))
-        .map(|p| s(&p))
-        .collect();
+        .chain(entry_paths(&scope.exec))
+        .chain(runtime.iter().map(|g| g.path.clone()));
+    let mut allow_read: Vec<String> = Vec::new();
+    for p in readable.filter(|p| denied_roots.iter().any(|r| p.starts_with(r))) {
+        if !allow_read.contains(&s(&p)) {
+            allow_read.push(s(&p));
+        }
+    }
     let allow_write: Vec<String> = entry_paths(&scope.write).iter().map(|p| s(p)).collect();
     let mut deny_write: Vec<String> = absolute_denies(scope).iter().map(|p| s(p)).collect();
     deny_write.extend(globs);
@@ -153,15 +180,17 @@ pub fn srt(scope: &Scope, home: Option<&Path>) -> Export {
 }
 
 /// nono profile JSON.
-pub fn nono(scope: &Scope, name: &str) -> Export {
+pub fn nono(scope: &Scope, runtime: &[Grant], name: &str) -> Export {
     let mut notes = Vec::new();
     let (write_dirs, write_files) = split_dirs(existing(entry_paths(&scope.write)));
     let reads = entry_paths(&scope.read)
         .into_iter()
         .chain(entry_paths(&scope.exec))
-        .chain(SYSTEM_EXEC.iter().chain(SYSTEM_READ).map(PathBuf::from));
+        .chain(grant_paths(runtime, GrantAccess::ReadExec))
+        .chain(grant_paths(runtime, GrantAccess::Read));
     let (read_dirs, read_files) = split_dirs(existing(reads));
-    let (null_dirs, null_files) = split_dirs(existing(SYSTEM_WRITE.iter().map(PathBuf::from)));
+    let (null_dirs, null_files) =
+        split_dirs(existing(grant_paths(runtime, GrantAccess::ReadWrite)));
     let deny: Vec<String> = existing(absolute_denies(scope))
         .iter()
         .map(|p| s(p))
@@ -218,31 +247,32 @@ fn nono_name(name: &str) -> String {
 }
 
 /// The landrun argv (starting with `landrun`) that runs `command` under the scope.
-pub fn landrun_args(scope: &Scope, command: &[String]) -> (Vec<String>, Vec<String>) {
+pub fn landrun_args(
+    scope: &Scope,
+    runtime: &[Grant],
+    command: &[String],
+) -> (Vec<String>, Vec<String>) {
     let mut notes = Vec::new();
     let mut args = vec!["landrun".to_string(), "--best-effort".to_string()];
     let exec = existing(
-        SYSTEM_EXEC
-            .iter()
-            .map(PathBuf::from)
+        grant_paths(runtime, GrantAccess::ReadExec)
+            .into_iter()
             .chain(entry_paths(&scope.exec)),
     );
     for p in exec {
         args.extend(["--rox".into(), s(&p)]);
     }
     let reads = existing(
-        SYSTEM_READ
-            .iter()
-            .map(PathBuf::from)
+        grant_paths(runtime, GrantAccess::Read)
+            .into_iter()
             .chain(entry_paths(&scope.read)),
     );
     for p in reads {
         args.extend(["--ro".into(), s(&p)]);
     }
     let writes = existing(
-        SYSTEM_WRITE
-            .iter()
-            .map(PathBuf::from)
+        grant_paths(runtime, GrantAccess::ReadWrite)
+            .into_iter()
             .chain(entry_paths(&scope.write)),
     );
     for p in writes {
@@ -272,14 +302,27 @@ pub fn landrun_args(scope: &Scope, command: &[String]) -> (Vec<String>, Vec<Stri
 }
 
 /// The landrun command line as one shell-quoted string.
-pub fn landrun(scope: &Scope, command: &[String]) -> Export {
-    let (args, notes) = landrun_args(scope, command);
+pub fn landrun(scope: &Scope, runtime: &[Grant], command: &[String]) -> Export {
+    let (args, notes) = landrun_args(scope, runtime, command);
     let text = args
         .iter()
         .map(|a| shell_quote(a))
         .collect::<Vec<_>>()
         .join(" ");
     Export { text, notes }
+}
+
+/// The macOS Seatbelt profile (the jail's own generator; no private TMPDIR: `sandbox-exec`
+/// users give the server one themselves).
+pub fn seatbelt(scope: &Scope, runtime: &[Grant]) -> Export {
+    Export {
+        text: crate::sandbox::seatbelt::profile(scope, runtime, None),
+        notes: vec![
+            "run it with: sandbox-exec -f PROFILE -- COMMAND (macOS); the runtime paths are this \
+             machine's, derive it on the Mac that runs the server"
+                .into(),
+        ],
+    }
 }
 
 /// POSIX shell quoting: bare when safe, else single quotes.
@@ -345,7 +388,8 @@ mod tests {
     #[test]
     fn srt_shape() {
         let f = fx();
-        let e = srt(&f.scope, Some(&f.home));
+        let rt = crate::sandbox::runtime::system_grants(false);
+        let e = srt(&f.scope, &rt, Some(&f.home));
         let v: Value = serde_json::from_str(&e.text).unwrap();
         let fs = &v["filesystem"];
         let list = |k: &str| -> Vec<String> {
@@ -368,7 +412,8 @@ mod tests {
     #[test]
     fn nono_shape() {
         let f = fx();
-        let e = nono(&f.scope, "server-filesystem");
+        let rt = crate::sandbox::runtime::system_grants(false);
+        let e = nono(&f.scope, &rt, "server-filesystem");
         let v: Value = serde_json::from_str(&e.text).unwrap();
         assert_eq!(v["meta"]["name"], "mcpjail-server-filesystem");
         let fsv = &v["filesystem"];
@@ -393,11 +438,22 @@ mod tests {
     }
 
     #[test]
+    fn seatbelt_shape() {
+        let f = fx();
+        let rt = crate::sandbox::runtime::system_grants(false);
+        let e = seatbelt(&f.scope, &rt);
+        assert!(e.text.starts_with("(version 1)"), "{}", e.text);
+        assert!(e.text.contains("(deny default)"));
+        assert!(e.text.contains(&s(&f.home.join("proj"))));
+    }
+
+    #[test]
     fn landrun_shape() {
         let mut f = fx();
         f.scope.net.tcp_connect_ports = vec![443];
         let cmd = vec!["node".to_string(), "srv.js".to_string(), "it's".to_string()];
-        let (args, _) = landrun_args(&f.scope, &cmd);
+        let rt = crate::sandbox::runtime::system_grants(false);
+        let (args, _) = landrun_args(&f.scope, &rt, &cmd);
         let pair = |flag: &str, v: &str| args.windows(2).any(|w| w[0] == flag && w[1] == v);
         assert_eq!(args[0], "landrun");
         assert!(pair("--rox", "/usr"));
@@ -408,10 +464,10 @@ mod tests {
         assert!(pair("--connect-tcp", "443"));
         let dd = args.iter().position(|a| a == "--").unwrap();
         assert_eq!(&args[dd + 1..], &cmd[..]);
-        let line = landrun(&f.scope, &cmd).text;
+        let line = landrun(&f.scope, &rt, &cmd).text;
         assert!(line.ends_with("-- node srv.js 'it'\\''s'"), "{line}");
         f.scope.net.allow_all = true;
-        assert!(landrun_args(&f.scope, &cmd)
+        assert!(landrun_args(&f.scope, &rt, &cmd)
             .0
             .contains(&"--unrestricted-network".to_string()));
     }
