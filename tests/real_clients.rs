@@ -582,3 +582,70 @@ fn roots_python_client() {
 fn roots_typescript_client() {
     roots_pair(Client::Ts);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The stateless 2026-07-28 core with a real client: the Python SDK connects with
+// `server/discover` and stamps every request's `_meta`; mcp-server-git (on mcp 2.x) speaks it.
+// A proxy denial in this era must itself be a valid 2026-07-28 result (e.g. `resultType`, which
+// servers MUST include), or the SDK rejects the whole answer instead of showing the refusal.
+
+#[test]
+fn modern_era_python_client_server_git() {
+    let tree = Tree::with_git();
+    let scope = tree.scope();
+    let server = vec![server_git(), "--repository".to_string(), scope.clone()];
+    let script = json!({"era": "modern", "steps": [
+        list_tools(),
+        call("git_status", json!({"repo_path": scope})),
+        call("git_log", json!({"repo_path": tree.p("outside")})),
+        call("git_log", json!({"repo_path": format!("{scope}/../outside")})),
+        call("git_log", json!({"repo_path": scope, "max_count": 1})),
+    ]});
+    let direct = run_client(
+        Client::Py,
+        "modern mcp-server-git direct",
+        &server,
+        &script,
+        &env(&tree),
+        &tree.path("scope"),
+    );
+    let proxied = run_client(
+        Client::Py,
+        "modern mcp-server-git proxied",
+        &proxied(&[], &server),
+        &script,
+        &env(&tree),
+        &tree.path("scope"),
+    );
+    for run in [&direct, &proxied] {
+        assert!(
+            run.init["supportedVersions"]
+                .as_array()
+                .is_some_and(|v| v.contains(&json!("2026-07-28"))),
+            "{}: not a 2026-07-28 session: {}",
+            run.label,
+            run.init
+        );
+        assert!(run.ok_text(1).contains("On branch main"), "{}", run.text(1));
+        assert!(
+            run.ok_text(4).contains("initial scope commit"),
+            "{}",
+            run.text(4)
+        );
+    }
+    assert_eq!(
+        proxied.tools(0),
+        direct.tools(0),
+        "tools/list through the proxy differs from direct"
+    );
+    let outside = tree.p("outside");
+    for i in [2, 3] {
+        assert_proxy_denied(&proxied, i, "outside the repository", &outside, &outside);
+        assert!(direct.denial(i).is_none());
+        assert_eq!(
+            proxied.result(i)["resultType"],
+            "complete",
+            "a 2026-07-28 result names its type"
+        );
+    }
+}

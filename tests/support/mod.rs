@@ -196,7 +196,12 @@ impl Run {
     pub fn result(&self, i: usize) -> &Value {
         match self.step(i).get("result") {
             Some(r) => r,
-            None => panic!("{}: step {i} has no result: {}", self.label, self.step(i)),
+            None => panic!(
+                "{}: step {i} has no result: {}\n--- stderr:\n{}",
+                self.label,
+                self.step(i),
+                self.stderr
+            ),
         }
     }
 
