@@ -1,1 +1,207 @@
-fn main() {}
+//! Proxy overhead, in one run (`cargo bench --bench proxy`): 10 000 sequential `echo`
+//! round-trips and one 10 MiB `big` result against the fixture server, direct vs through
+//! `mcpjail-proxy --no-jail` vs through the jailed proxy. Prints the median added latency per
+//! round-trip, the proxied/direct wall ratios and the proxy's peak RSS (VmHWM).
+//!
+//! Targets (issue 2): ≤ 50 µs added per round-trip, ≤ 1.15× wall for the 10 000 calls,
+//! ≤ 1.3× for the 10 MiB result, ≤ 15 MiB proxy peak RSS.
+//!
+//! Hand-rolled (`harness = false`) rather than criterion: the quantities are whole-process
+//! figures (a session's wall time, a child's peak RSS) that must come from the same run.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const PROXY: &str = env!("CARGO_BIN_EXE_mcpjail-proxy");
+const FIXTURE: &str = env!("CARGO_BIN_EXE_mcpjail-fixture-files");
+const CALLS: usize = 10_000;
+const BIG: usize = 10 * 1024 * 1024;
+
+struct Session {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    line: String,
+}
+
+impl Session {
+    fn start(mut cmd: Command) -> Session {
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().expect("start");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::with_capacity(1 << 16, child.stdout.take().unwrap());
+        let mut s = Session {
+            child,
+            stdin,
+            stdout,
+            line: String::with_capacity(BIG + 1024),
+        };
+        s.roundtrip(
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#,
+        );
+        s.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        s
+    }
+
+    fn send(&mut self, line: &str) {
+        self.stdin.write_all(line.as_bytes()).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Send one request and read lines until its answer (the only line expected here).
+    fn roundtrip(&mut self, line: &str) -> usize {
+        self.send(line);
+        self.line.clear();
+        let n = self.stdout.read_line(&mut self.line).unwrap();
+        assert!(n > 0, "EOF from the server");
+        assert!(
+            !self.line.contains("\"error\""),
+            "error answer: {}",
+            &self.line[..self.line.len().min(300)]
+        );
+        n
+    }
+
+    fn peak_rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        status
+            .lines()
+            .find(|l| l.starts_with("VmHWM:"))?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    }
+
+    fn finish(mut self) {
+        drop(self.stdin);
+        let _ = self.child.wait();
+    }
+}
+
+struct Figures {
+    median: Duration,
+    p99: Duration,
+    calls_wall: Duration,
+    big_wall: Duration,
+    rss_kib: Option<u64>,
+}
+
+fn measure(cmd: Command) -> Figures {
+    let mut s = Session::start(cmd);
+    let echo = |i: usize| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hello {i}"}}}}}}"#
+        )
+    };
+    for i in 1..=200 {
+        s.roundtrip(&echo(i));
+    }
+    let mut lat = Vec::with_capacity(CALLS);
+    let start = Instant::now();
+    for i in 0..CALLS {
+        let msg = echo(1000 + i);
+        let t = Instant::now();
+        s.roundtrip(&msg);
+        lat.push(t.elapsed());
+    }
+    let calls_wall = start.elapsed();
+    lat.sort_unstable();
+    let big_req = format!(
+        r#"{{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{{"name":"big","arguments":{{"bytes":{BIG}}}}}}}"#
+    );
+    let t = Instant::now();
+    let n = s.roundtrip(&big_req);
+    let big_wall = t.elapsed();
+    assert!(n > BIG, "short big answer: {n}");
+    let rss_kib = s.peak_rss_kib();
+    s.finish();
+    Figures {
+        median: lat[lat.len() / 2],
+        p99: lat[lat.len() * 99 / 100],
+        calls_wall,
+        big_wall,
+        rss_kib,
+    }
+}
+
+fn proxy_cmd(scope: &std::path::Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(PROXY);
+    c.args(extra).arg("--").arg(FIXTURE).arg(scope);
+    c
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` runs with no args: keep that quick.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("proxy bench: run with `cargo bench --bench proxy`");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let scope = dir.path().canonicalize().unwrap();
+    let mut direct = Command::new(FIXTURE);
+    direct.arg(&scope);
+    let d = measure(direct);
+    let modes = [
+        ("proxy --no-jail", proxy_cmd(&scope, &["--no-jail"])),
+        ("proxy (jailed)", proxy_cmd(&scope, &[])),
+    ];
+    println!(
+        "\n{:<18} {:>10} {:>10} {:>10} {:>12} {:>10} {:>10} {:>9} {:>12}",
+        "mode", "median", "p99", "added", "10k wall", "ratio", "10MiB", "ratio", "proxy RSS"
+    );
+    println!(
+        "{:<18} {:>8}µs {:>8}µs {:>10} {:>10}ms {:>10} {:>8}ms {:>9} {:>12}",
+        "direct",
+        d.median.as_micros(),
+        d.p99.as_micros(),
+        "-",
+        d.calls_wall.as_millis(),
+        "-",
+        d.big_wall.as_millis(),
+        "-",
+        "-"
+    );
+    for (name, cmd) in modes {
+        let p = measure(cmd);
+        let added = p.median.as_secs_f64() * 1e6 - d.median.as_secs_f64() * 1e6;
+        let ratio = p.calls_wall.as_secs_f64() / d.calls_wall.as_secs_f64();
+        let big_ratio = p.big_wall.as_secs_f64() / d.big_wall.as_secs_f64();
+        let rss = p
+            .rss_kib
+            .map(|k| format!("{:.1}MiB", k as f64 / 1024.0))
+            .unwrap_or_else(|| "?".into());
+        println!(
+            "{:<18} {:>8}µs {:>8}µs {:>8.1}µs {:>10}ms {:>9.3}x {:>8}ms {:>8.3}x {:>12}",
+            name,
+            p.median.as_micros(),
+            p.p99.as_micros(),
+            added,
+            p.calls_wall.as_millis(),
+            ratio,
+            p.big_wall.as_millis(),
+            big_ratio,
+            rss
+        );
+        let rss_ok = p.rss_kib.is_some_and(|k| k <= 15 * 1024);
+        println!(
+            "  targets: added ≤ 50µs {} | 10k ratio ≤ 1.15 {} | 10MiB ratio ≤ 1.3 {} | RSS ≤ 15MiB {}",
+            verdict(added <= 50.0),
+            verdict(ratio <= 1.15),
+            verdict(big_ratio <= 1.3),
+            verdict(rss_ok)
+        );
+    }
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "met"
+    } else {
+        "MISSED"
+    }
+}

@@ -480,3 +480,23 @@ fn status_lists_every_client_scope_and_state() {
         .lines()
         .any(|l| l.contains("cursor") && l.contains("puppeteer") && l.ends_with("yes")));
 }
+
+/// An entry wrapped without a record (by hand, or synced from another machine) is left alone,
+/// with its original command line shown.
+#[test]
+fn uninstall_names_wrapped_entries_without_a_record() {
+    let sb = Sandbox::new();
+    let config = format!(
+        "{{\"mcpServers\": {{\"manual\": {{\"command\": \"{PROXY}\", \"args\": [\"--name\", \"manual\", \"--\", \"npx\", \"-y\", \"pkg\"]}}}}}}"
+    );
+    sb.write(CURSOR.dest, config.as_bytes());
+    let out = sb.run(&["uninstall", "--yes"]);
+    assert_ok(&out);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("`manual` is wrapped but has no install record"),
+        "{err}"
+    );
+    assert!(err.contains("`npx -y pkg`"), "{err}");
+    assert_eq!(text(&sb.read(CURSOR.dest)), config);
+}

@@ -85,7 +85,8 @@ pub fn run(args: ProxyArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
     let result = runtime.block_on(async {
         let shutdown = tokio_util::sync::CancellationToken::new();
         spawn_signal_listener(shutdown.clone())?;
-        crate::proxy::run(config, tokio::io::stdin(), tokio::io::stdout(), shutdown)
+        let (client_in, client_out) = crate::proxy::stdio::client_stdio();
+        crate::proxy::run(config, client_in, client_out, shutdown)
             .await
             .map_err(anyhow::Error::from)
     });

@@ -85,7 +85,7 @@ impl CallLog {
     /// A free-form line on the live log (start-up report, respawns).
     pub fn note(&self, text: &str) {
         if self.live {
-            eprintln!("{} {} {}", now(), self.server, text);
+            write_stderr_line(&format!("{} {} {}", now(), self.server, text));
         }
     }
 
@@ -123,7 +123,7 @@ impl CallLog {
             if rec.outcome != "ok" && rec.outcome != "denied" {
                 line.push_str(&format!(" [{}]", rec.outcome));
             }
-            eprintln!("{line}");
+            write_stderr_line(&line);
         }
         if let Some(file) = &mut self.file {
             let entry = json!({
@@ -147,6 +147,14 @@ impl CallLog {
             }
         }
     }
+}
+
+/// One line in one `write`, so it does not interleave with the server's own stderr (shared).
+fn write_stderr_line(line: &str) {
+    let mut buf = String::with_capacity(line.len() + 1);
+    buf.push_str(line);
+    buf.push('\n');
+    let _ = std::io::stderr().write_all(buf.as_bytes());
 }
 
 fn now() -> String {

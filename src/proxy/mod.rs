@@ -10,7 +10,7 @@
 //! * [`message`] — the JSON-RPC envelope, request ids, duplicate keys, error replies;
 //! * [`check`] — one call's path arguments resolved and checked; the denial a client sees;
 //! * [`audit`] — `--log` lines and `--log-file` JSON lines, with secrets redacted;
-//! * `child` — the server process behind the jail;
+//! * `child` — the server process behind the jail; [`stdio`] — our stdin/stdout on the reactor;
 //! * `router` — the connection: both directions, learning, holding, lifecycle.
 
 pub mod audit;
@@ -19,6 +19,8 @@ mod child;
 pub mod framing;
 pub mod message;
 mod router;
+#[cfg(unix)]
+pub mod stdio;
 
 use std::path::PathBuf;
 use std::time::Duration;

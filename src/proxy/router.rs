@@ -57,6 +57,10 @@ struct Pending {
 enum Own {
     /// A page of the proxy's `tools/list` fetch.
     ToolsList,
+    /// The proxy's own `roots/list` to the client.
+    RootsList,
+    /// The client's `initialize`, replayed to a respawned server.
+    ReplayInit,
 }
 
 /// Everything the router knows about the session.
@@ -83,6 +87,18 @@ struct Router {
     /// our own, which must carry the protocol version and client capabilities.
     client_meta: Option<Value>,
     saw_initialize: bool,
+    /// The client's `initialize` params, replayed to a respawned server.
+    init_params: Option<Value>,
+    /// The client advertised the `roots` capability: the proxy may ask it for its roots.
+    client_roots: bool,
+    /// Ids of the server's own `roots/list` requests, whose answers the proxy reads too.
+    server_roots_requests: std::collections::HashSet<String>,
+    /// A respawned server is being re-initialised: client messages wait.
+    paused: bool,
+    /// A narrower scope the client's roots asked for; the run loop respawns the server.
+    respawn: Option<Scope>,
+    /// Our tools/list fetch was cut short by a respawn: redo it once the new server is ready.
+    refetch_after_replay: bool,
 }
 
 /// Run the proxy over the given client streams until the session ends; the result is the exit
@@ -158,7 +174,14 @@ where
         held: VecDeque::new(),
         client_meta: None,
         saw_initialize: false,
+        init_params: None,
+        client_roots: false,
+        server_roots_requests: Default::default(),
+        paused: false,
+        respawn: None,
+        refetch_after_replay: false,
     };
+    let mut reapers = Vec::new();
 
     let mut client_eof = false;
     // Once the session is ending: when to escalate to SIGTERM, then SIGKILL.
@@ -176,7 +199,7 @@ where
             }
             frame = client.next_frame(), if !client_eof => {
                 match frame {
-                    Ok(Some(frame)) => router.on_client_frame(frame, &mut child, true),
+                    Ok(Some(frame)) => router.on_client_frame(frame, &mut child),
                     Ok(None) | Err(_) => {
                         tracing::debug!("client closed its side: closing the server's stdin");
                         client_eof = true;
@@ -224,6 +247,11 @@ where
                 }
             }
         }
+        if let Some(scope) = router.respawn.take() {
+            if let Some(old) = router.respawn_server(scope, &mut child) {
+                reapers.push(tokio::spawn(reap(old, grace)));
+            }
+        }
         if child.status.is_some() {
             break;
         }
@@ -234,6 +262,9 @@ where
     let status = child.status.map(exit_code).unwrap_or(1);
     router.fail_in_flight(status);
     drop(router);
+    for reaper in reapers {
+        let _ = reaper.await;
+    }
     let _ = writer.await;
     Ok(status)
 }
@@ -291,7 +322,7 @@ impl Router {
 
     // ---------------------------------------------------------------- client → server
 
-    fn on_client_frame(&mut self, frame: Frame, child: &mut ServerChild, may_hold: bool) {
+    fn on_client_frame(&mut self, frame: Frame, child: &mut ServerChild) {
         let line = match frame {
             Frame::TooLong { len } => {
                 tracing::warn!(len, "client message over --max-line-bytes refused");
@@ -308,8 +339,9 @@ impl Router {
             }
             Frame::Line(line) => line,
         };
-        if may_hold && !self.held.is_empty() {
-            // Keep the client's order: nothing overtakes a held call.
+        if self.paused || !self.held.is_empty() {
+            // Keep the client's order: nothing overtakes a held call, and nothing reaches a
+            // server that is still being re-initialised after a respawn.
             self.held.push_back(line);
             return;
         }
@@ -331,7 +363,20 @@ impl Router {
                 );
                 return;
             }
+            let key = env.id.map(message::id_key).unwrap_or_default();
+            if let Some(Own::RootsList) = self.own.get(&key) {
+                self.own.remove(&key);
+                if let Some(result) = env.result {
+                    self.on_roots(result.get());
+                }
+                return;
+            }
             child.send(terminated(line.clone()));
+            if self.server_roots_requests.remove(&key) {
+                if let Some(result) = env.result {
+                    self.on_roots(result.get());
+                }
+            }
             return;
         };
         let method = method.to_string();
@@ -366,11 +411,18 @@ impl Router {
         }
         match kind {
             Kind::ToolsCall | Kind::ResourcesRead => {
-                self.on_checked_request(line.clone(), &env, kind, child, may_hold);
+                self.on_checked_request(line.clone(), &env, kind, child);
             }
             _ => {
                 if kind == Kind::Initialize {
                     self.saw_initialize = true;
+                    let params: Option<Value> =
+                        env.params.and_then(|p| serde_json::from_str(p.get()).ok());
+                    self.client_roots = params
+                        .as_ref()
+                        .and_then(|p| p.pointer("/capabilities/roots"))
+                        .is_some_and(|r| !r.is_null());
+                    self.init_params = params;
                 }
                 child.send(terminated(line.clone()));
                 if let Some(id) = env.id {
@@ -386,6 +438,10 @@ impl Router {
                 }
                 if method == "notifications/initialized" {
                     self.start_fetch(child);
+                    self.ask_roots();
+                }
+                if method == "notifications/roots/list_changed" {
+                    self.ask_roots();
                 }
             }
         }
@@ -402,7 +458,6 @@ impl Router {
         env: &Envelope<'_>,
         kind: Kind,
         child: &mut ServerChild,
-        may_hold: bool,
     ) {
         let raw_id = env.id.map(|id| id.get().to_string());
         let started = Instant::now();
@@ -459,7 +514,6 @@ impl Router {
             }
             let known = self.tools.get(name);
             if known.is_none()
-                && may_hold
                 && !self.fetch_failed
                 && (self.fetching.is_some() || !self.tools_learned)
             {
@@ -664,8 +718,10 @@ impl Router {
     /// Re-run held client frames now that the tool list is known (or will not be).
     fn release_held(&mut self, child: &mut ServerChild) {
         let held: Vec<Bytes> = self.held.drain(..).collect();
+        // Each frame is judged again; one that still has to wait goes back into the queue, and
+        // everything after it queues behind it, so the client's order is kept.
         for line in held {
-            self.on_client_frame(Frame::Line(line), child, false);
+            self.on_client_frame(Frame::Line(line), child);
         }
     }
 
@@ -683,6 +739,127 @@ impl Router {
             self.tools_learned = true;
         }
         result.get("nextCursor").filter(|c| !c.is_null()).cloned()
+    }
+
+    // ---------------------------------------------------------------- client roots
+
+    /// Ask the client for its roots (only if it said it has them), with a proxy-owned id.
+    fn ask_roots(&mut self) {
+        if !self.client_roots {
+            return;
+        }
+        let id = self.next_own_id();
+        self.own
+            .insert(Value::String(id.clone()).to_string(), Own::RootsList);
+        self.reply(
+            format!(
+                "{}\n",
+                json!({"jsonrpc": "2.0", "id": id, "method": "roots/list"})
+            )
+            .into_bytes(),
+        );
+    }
+
+    /// The client's roots: narrow the scope to them, and ask for a respawn when that makes the
+    /// running jail too wide. Narrowing starts from the current scope, so a later, wider set
+    /// of roots can never widen it (that takes a restart the user asks for). An empty list
+    /// means the client has no workspace to offer, not "allow nothing", and changes nothing.
+    fn on_roots(&mut self, result: &str) {
+        let Ok(result) = serde_json::from_str::<Value>(result) else {
+            return;
+        };
+        let Some(list) = result.get("roots").and_then(Value::as_array) else {
+            return;
+        };
+        let mut roots = Vec::new();
+        for root in list {
+            let Some(uri) = root.get("uri").and_then(Value::as_str) else {
+                continue;
+            };
+            match crate::policy::resolve(uri, &self.ctx) {
+                Ok(path) => roots.push(path),
+                Err(err) => tracing::warn!("ignoring client root {uri}: {err}"),
+            }
+        }
+        if roots.is_empty() {
+            return;
+        }
+        let narrowed = self.scope.narrowed_to(&roots);
+        if narrowed == self.scope || !self.scope.covers(&narrowed) {
+            return;
+        }
+        let shown: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+        self.log.note(&format!(
+            "client roots {} narrow the scope: respawning the server under a narrower jail",
+            shown.join(", ")
+        ));
+        self.scope = narrowed.clone();
+        self.respawn = Some(narrowed);
+    }
+
+    /// Start a new server under `scope`'s jail, replay the client's handshake to it, and hand
+    /// back the old one for reaping. Requests the old server had not answered get an error
+    /// (it is killed; replaying them could repeat side effects the old server already had).
+    fn respawn_server(&mut self, scope: Scope, child: &mut ServerChild) -> Option<ServerChild> {
+        let cfg = &self.config;
+        let spawned = crate::sandbox::prepare(&scope, &cfg.command, &cfg.cwd, &cfg.jail)
+            .map_err(|e| e.to_string())
+            .and_then(|jail| {
+                for layer in &jail.report().layers {
+                    self.log.note(&format!(
+                        "jail {}: {:?} ({})",
+                        layer.layer, layer.enforcement, layer.detail
+                    ));
+                }
+                ServerChild::spawn(jail.command(), cfg.max_line_bytes).map_err(|e| e.to_string())
+            });
+        let new_child = match spawned {
+            Ok(c) => c,
+            Err(err) => {
+                // The checks already use the narrower scope; the old jail stays (it is wider,
+                // never narrower than what is checked).
+                tracing::error!("cannot respawn the server under the narrower jail: {err}");
+                return None;
+            }
+        };
+        let old = std::mem::replace(child, new_child);
+        self.log.note(&format!(
+            "server pid {} replaced by pid {}",
+            old.pid, child.pid
+        ));
+        let msg = "mcpjail restarted the MCP server under a narrower jail (the client's roots \
+                   changed) before it answered; retry the request";
+        let mut pending: Vec<Pending> = self.pending.drain().map(|(_, p)| p).collect();
+        pending.sort_by_key(|p| p.started);
+        for p in pending {
+            if let Some(mut rec) = p.record {
+                rec.latency = p.started.elapsed();
+                rec.outcome = "server_restarted";
+                self.log.record(&rec);
+            }
+            self.reply(message::error_line(
+                Some(&p.raw_id),
+                code::INTERNAL_ERROR,
+                msg,
+                None,
+            ));
+        }
+        // The old server's own requests (roots/list) and our fetches to it are void.
+        self.server_roots_requests.clear();
+        self.own.retain(|_, o| matches!(o, Own::RootsList));
+        let refetch = self.fetching.take().is_some();
+        if let Some(params) = self.init_params.clone() {
+            let id = self.next_own_id();
+            self.own
+                .insert(Value::String(id.clone()).to_string(), Own::ReplayInit);
+            let req = json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": params});
+            child.send(Bytes::from(format!("{req}\n").into_bytes()));
+            self.paused = true;
+            self.refetch_after_replay = refetch;
+        } else if refetch {
+            self.fetch_page(None, child);
+        }
+        Some(old)
     }
 
     // ---------------------------------------------------------------- server → client
@@ -714,6 +891,11 @@ impl Router {
                 self.start_fetch(child);
                 return;
             }
+            if method == "roots/list" {
+                if let Some(id) = env.id {
+                    self.server_roots_requests.insert(message::id_key(id));
+                }
+            }
             let _ = self.out.send(terminated(line.clone()));
             return;
         }
@@ -744,6 +926,21 @@ impl Router {
                         }
                     }
                 }
+                Own::ReplayInit => {
+                    if env.error.is_some() {
+                        tracing::error!("the respawned server refused the replayed initialize");
+                    }
+                    let mut note =
+                        br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_vec();
+                    note.push(b'\n');
+                    child.send(Bytes::from(note));
+                    self.paused = false;
+                    if std::mem::take(&mut self.refetch_after_replay) {
+                        self.start_fetch(child);
+                    }
+                    self.release_held(child);
+                }
+                Own::RootsList => {}
             }
             return;
         }
@@ -800,6 +997,19 @@ impl Router {
                 &msg,
                 None,
             ));
+        }
+    }
+}
+
+/// End a replaced server: close its input, SIGTERM, and SIGKILL if it lingers; always reap.
+async fn reap(mut old: ServerChild, grace: Duration) {
+    old.close_stdin();
+    old.terminate();
+    match tokio::time::timeout(grace, old.process.wait()).await {
+        Ok(_) => {}
+        Err(_) => {
+            let _ = old.process.start_kill();
+            let _ = old.process.wait().await;
         }
     }
 }

@@ -13,6 +13,7 @@
 //! INTERFACE FIXED (`JailOptions`, `prepare`, `PreparedJail::command`, `PreparedJail::report`).
 //! Platform code lives behind module boundaries; callers never write `cfg`.
 
+mod carve;
 mod env;
 mod explain;
 mod report;
@@ -78,6 +79,9 @@ pub enum SandboxError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GrantAccess {
+    /// List a directory only (its entries are granted separately): used to carve denied names
+    /// out of a scope directory.
+    List,
     Read,
     ReadExec,
     /// Read and write (create, remove, rename within granted trees), never exec.
@@ -178,32 +182,43 @@ pub fn prepare_with_env(
         access: GrantAccess::ReadWrite,
         why: "private TMPDIR".into(),
     });
-    for e in &scope.read {
-        grants.push(Grant {
-            path: e.path.clone(),
-            access: GrantAccess::Read,
-            why: "scope (read)".into(),
-        });
-    }
-    for e in &scope.write {
-        grants.push(Grant {
-            path: e.path.clone(),
-            access: GrantAccess::ReadWrite,
-            why: "scope (write)".into(),
-        });
-    }
-    for e in &scope.exec {
-        grants.push(Grant {
-            path: e.path.clone(),
-            access: GrantAccess::ReadExec,
-            why: "scope (exec)".into(),
-        });
+    let mut notes = rt.notes.clone();
+    let home = base_env
+        .iter()
+        .find(|(k, _)| k == "HOME")
+        .map(|(_, v)| PathBuf::from(v));
+    let deny = carve::deny_set(&scope.deny, home.as_deref(), &mut notes);
+    let scope_grants = scope
+        .read
+        .iter()
+        .map(|e| (e, GrantAccess::Read, "scope (read)"))
+        .chain(
+            scope
+                .write
+                .iter()
+                .map(|e| (e, GrantAccess::ReadWrite, "scope (write)")),
+        )
+        .chain(
+            scope
+                .exec
+                .iter()
+                .map(|e| (e, GrantAccess::ReadExec, "scope (exec)")),
+        );
+    for (entry, access, why) in scope_grants {
+        let g = Grant {
+            path: entry.path.clone(),
+            access,
+            why: why.into(),
+        };
+        match &deny {
+            Some(set) => grants.extend(carve::carve(g, set, &mut notes)),
+            None => grants.push(g),
+        }
     }
 
     let mut env = env::scrub(base_env, &opts.env_keep, Some(tmp.path()));
     jailed_path(&mut env, rt.pyenv_bin.as_deref());
     let dropped = env::dropped(base_env, &env);
-    let mut notes = rt.notes.clone();
 
     let (platform, mut layers) = platform_jail(scope, &grants, tmp.path(), &mut notes)?;
     layers.push(LayerReport {
@@ -227,8 +242,15 @@ pub fn prepare_with_env(
         ),
     });
     let report = EnforcementReport { layers };
-    if opts.require_full && report.overall() != Enforcement::Fully {
-        return Err(SandboxError::NotFullyEnforced(report.not_full_summary()));
+    if report.overall() != Enforcement::Fully {
+        if opts.require_full {
+            return Err(SandboxError::NotFullyEnforced(report.not_full_summary()));
+        }
+        tracing::warn!(
+            "the jail is {} here: {}",
+            report.overall(),
+            report.not_full_summary()
+        );
     }
     for note in &notes {
         tracing::debug!("jail: {note}");
@@ -377,6 +399,16 @@ impl PreparedJail {
     /// The program actually executed (after PATH and pyenv-shim resolution).
     pub fn program(&self) -> &Path {
         &self.program
+    }
+
+    /// The environment the server gets (`None`: inherited unchanged, `--no-jail` only).
+    pub fn env(&self) -> Option<&[(OsString, OsString)]> {
+        self.env.as_deref()
+    }
+
+    /// The arguments after the program.
+    pub fn args(&self) -> &[String] {
+        &self.args
     }
 
     /// The private TMPDIR, when jailed.

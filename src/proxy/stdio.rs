@@ -1,0 +1,105 @@
+//! The client's stdin/stdout as truly asynchronous pipes.
+//!
+//! `tokio::io::stdin()`/`stdout()` run every read and write on the blocking thread pool: two
+//! thread hand-offs per message per direction, which is most of the proxy's added latency, and
+//! a stdin read that cannot be cancelled at shutdown. When our stdio are pipes or sockets (the
+//! normal case: an MCP client spawned us), we put them in non-blocking mode and drive them
+//! with the runtime's reactor instead. For a terminal or a regular file (manual use), the
+//! tokio types are used as before.
+
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use tokio::io::unix::AsyncFd;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+pub type ClientReader = Pin<Box<dyn AsyncRead + Send>>;
+pub type ClientWriter = Pin<Box<dyn AsyncWrite + Send>>;
+
+/// Our stdin and stdout, reactor-driven where possible.
+pub fn client_stdio() -> (ClientReader, ClientWriter) {
+    let reader: ClientReader = match reactor_fd(io::stdin().as_fd()) {
+        Some(fd) => Box::pin(PipeReader(fd)),
+        None => Box::pin(tokio::io::stdin()),
+    };
+    let writer: ClientWriter = match reactor_fd(io::stdout().as_fd()) {
+        Some(fd) => Box::pin(PipeWriter(fd)),
+        None => Box::pin(tokio::io::stdout()),
+    };
+    (reader, writer)
+}
+
+/// A non-blocking duplicate of `fd` registered with the reactor, if it is a pipe or socket.
+/// Must be called inside the runtime (registration needs its reactor).
+fn reactor_fd(fd: std::os::fd::BorrowedFd<'_>) -> Option<AsyncFd<OwnedFd>> {
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    use nix::sys::stat::{fstat, SFlag};
+
+    let stat = fstat(fd).ok()?;
+    let kind = SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT;
+    if kind != SFlag::S_IFIFO && kind != SFlag::S_IFSOCK {
+        return None;
+    }
+    let owned = fd.try_clone_to_owned().ok()?;
+    let flags = OFlag::from_bits_truncate(fcntl(&owned, FcntlArg::F_GETFL).ok()?);
+    fcntl(&owned, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK)).ok()?;
+    // SAFETY: `owned` is an open descriptor we own; the AsyncFd takes ownership of it, so it
+    // stays open and refers to the same description until the AsyncFd is dropped, and an
+    // OwnedFd always reports the same raw fd.
+    unsafe { AsyncFd::register(owned) }.ok()
+}
+
+struct PipeReader(AsyncFd<OwnedFd>);
+
+impl AsyncRead for PipeReader {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        loop {
+            let mut guard = ready!(self.0.poll_read_ready(cx))?;
+            // Only initialise what one read can fill: the caller's spare capacity may be
+            // megabytes while a long line is being assembled.
+            let want = buf.remaining().min(256 * 1024);
+            let dst = buf.initialize_unfilled_to(want);
+            match guard.try_io(|fd| nix::unistd::read(fd.get_ref(), dst).map_err(io::Error::from)) {
+                Ok(Ok(n)) => {
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                Ok(Err(err)) => return Poll::Ready(Err(err)),
+                Err(_would_block) => continue,
+            }
+        }
+    }
+}
+
+struct PipeWriter(AsyncFd<OwnedFd>);
+
+impl AsyncWrite for PipeWriter {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            let mut guard = ready!(self.0.poll_write_ready(cx))?;
+            match guard.try_io(|fd| nix::unistd::write(fd.get_ref(), data).map_err(io::Error::from))
+            {
+                Ok(result) => return Poll::Ready(result),
+                Err(_would_block) => continue,
+            }
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
