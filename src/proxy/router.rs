@@ -686,26 +686,24 @@ impl Router {
             &refusal.text(),
             Some(json!({"mcpjail/denial": refusal.details()})),
         );
-        let mut log = CallRecord {
-            id: raw_id.unwrap_or_default().to_string(),
-            method: if kind == Kind::ToolsCall {
-                "tools/call"
-            } else {
-                "resources/read"
-            }
-            .into(),
-            tool: None,
-            paths: Vec::new(),
-            allowed: false,
-            reason: Some(msg.to_string()),
-            latency: started.elapsed(),
-            result_bytes: line.len(),
-            arguments: None,
-            outcome: "denied",
-        };
         if self.log.enabled() {
-            log.latency = started.elapsed();
-            self.log.record(&log);
+            self.log.record(&CallRecord {
+                id: raw_id.unwrap_or_default().to_string(),
+                method: if kind == Kind::ToolsCall {
+                    "tools/call"
+                } else {
+                    "resources/read"
+                }
+                .into(),
+                tool: None,
+                paths: Vec::new(),
+                allowed: false,
+                reason: Some(msg.to_string()),
+                latency: started.elapsed(),
+                result_bytes: line.len(),
+                arguments: None,
+                outcome: "denied",
+            });
         }
         tracing::warn!("refused a call: {msg}");
         self.reply(line);
