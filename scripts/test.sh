@@ -22,7 +22,11 @@ cargo build --all-targets --quiet
 
 echo "test.sh: doctests and benches (one iteration each, as tests)" >&2
 cargo test --doc --quiet
-cargo test --benches --quiet
+# By name: `cargo test --benches` would also rerun the lib's unit tests (the lib has bench = true).
+for bench in benches/*.rs; do
+    [ -e "$bench" ] || continue
+    cargo test --quiet --bench "$(basename "$bench" .rs)"
+done
 
 echo "test.sh: cargo nextest run" >&2
 cargo nextest run --lib --bins --tests --no-fail-fast "$@"

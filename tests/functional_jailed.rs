@@ -201,10 +201,16 @@ fn server_git_jailed_typescript_client() {
 fn memory_jailed(client: Client) {
     let tree = Tree::new();
     let memory_file = tree.p("scope/memory.jsonl");
-    // server-memory has no path arguments: the proxy derives its scope from MEMORY_FILE_PATH
-    // (a variable whose name says it holds a path), as it would for a user's config.
+    // server-memory has no path arguments, so the scope is given explicitly: the directory its
+    // file lives in (it writes `<file>.<hash>.tmp` beside the file and renames it over).
     let server = proxied(
-        &["--require-full", "--env-keep", "MEMORY_FILE_PATH"],
+        &[
+            "--require-full",
+            "--env-keep",
+            "MEMORY_FILE_PATH",
+            "--allow-write",
+            &tree.scope(),
+        ],
         &[server_memory()],
     );
     let script = json!({"steps": [

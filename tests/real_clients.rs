@@ -7,7 +7,8 @@
 //! - initialize works, and `tools/list` through the proxy equals the direct listing;
 //! - in-scope reads and writes succeed, and writes really change the files on disk;
 //! - every out-of-scope form (absolute, `../`, relative `../`, an escaping symlink, the sibling
-//!   prefix `<scope>-evil`, `file://`, `~`, percent-encoded `%2e%2e`, a NUL byte) is refused by
+//!   prefix `<scope>-evil`, `file://`, `~`, percent-encoded `%2e%2e`, a NUL byte,
+//!   `/proc/self/root/…`, `//` and `/.` segments) is refused by
 //!   the proxy — its `_meta["mcpjail/denial"]` marker, the path named in the text — and never
 //!   reaches the server: for the fixture, no `FIXTURE-CALL` line for it; for the real servers,
 //!   the answer is the proxy's, not the server's own refusal;
@@ -107,11 +108,24 @@ fn fixture_pair(client: Client) {
             "read_many",
             json!({"paths": [tree.p("scope/a.txt"), tree.p("outside/secret.txt")]}),
         ));
+        // resources/read with file:// URIs is checked too.
+        steps.push(read_resource(&format!("file://{}", tree.p("scope/a.txt"))));
+        steps.push(read_resource(&format!(
+            "file://{}",
+            tree.p("outside/secret.txt")
+        )));
+        steps.push(read_resource(&format!(
+            "file://{}/%2e%2e/outside/secret.txt",
+            tree.scope()
+        )));
         json!({ "steps": steps })
     };
     let first_hostile = 4;
     let write_out = first_hostile + hostile.len();
     let nested = write_out + 1;
+    let resource_in = nested + 1;
+    let resource_out = nested + 2;
+    let resource_encoded = nested + 3;
 
     let direct = run_client(
         client,
@@ -211,6 +225,49 @@ fn fixture_pair(client: Client) {
     );
     let secret = tree.p("outside/secret.txt");
     assert_proxy_denied(&proxied, nested, "nested array element", &secret, &secret);
+
+    // resources/read: in scope answered by the server, outside refused by the proxy with a
+    // JSON-RPC error carrying the same structured denial.
+    for run in [&direct, &proxied] {
+        assert_eq!(
+            run.result(resource_in)["contents"][0]["text"],
+            "alpha",
+            "{}",
+            run.label
+        );
+    }
+    for (i, form) in [
+        (resource_out, "file:// outside"),
+        (resource_encoded, "file:// with %2e%2e"),
+    ] {
+        let err = proxied.error(i).unwrap_or_else(|| {
+            panic!(
+                "{}: resources/read {form} was not refused: {}",
+                proxied.label,
+                proxied.result(i)
+            )
+        });
+        let denial = &err["data"]["mcpjail/denial"];
+        assert_eq!(
+            denial["path"],
+            secret.as_str(),
+            "{}: {form}: {err}",
+            proxied.label
+        );
+        assert!(
+            err["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(&secret),
+            "{form}: {err}"
+        );
+    }
+    assert_eq!(
+        proxied.fixture_reads(),
+        [json!({"uri": format!("file://{}", tree.p("scope/a.txt"))})],
+        "{}: only the in-scope resources/read may reach the fixture",
+        proxied.label
+    );
 
     // ...and only the three in-scope calls ever reached the server.
     let reached: Vec<Value> = proxied.fixture_calls();
@@ -472,7 +529,7 @@ fn roots_pair(client: Client) {
         "wait_initial_roots": true,
         "steps": [
             // The server applies roots asynchronously after the reply: repeat until it has.
-            {"tool": "list_allowed_directories", "arguments": {}, "until_text": format!("{sub}\n"), "max_tries": 500},
+            {"tool": "list_allowed_directories", "arguments": {}, "until_text": format!("Allowed directories:\n{sub}"), "max_tries": 5000},
             call("list_allowed_directories", json!({})),
             call("read_text_file", json!({"path": tree.p("scope/sub/b.txt")})),
             call("read_text_file", json!({"path": tree.p("scope/a.txt")})),
@@ -492,6 +549,12 @@ fn roots_pair(client: Client) {
         run.label
     );
     // "Allowed directories:\n<dir>": the whole last line, since the scope is a prefix of sub.
+    let tries = run.steps[0]["tries"].as_u64().unwrap_or(0);
+    assert!(
+        tries < 5000,
+        "{}: the server never applied the client's roots",
+        run.label
+    );
     let allowed = run.ok_text(1);
     assert_eq!(
         allowed.lines().last(),
@@ -518,4 +581,71 @@ fn roots_python_client() {
 #[test]
 fn roots_typescript_client() {
     roots_pair(Client::Ts);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The stateless 2026-07-28 core with a real client: the Python SDK connects with
+// `server/discover` and stamps every request's `_meta`; mcp-server-git (on mcp 2.x) speaks it.
+// A proxy denial in this era must itself be a valid 2026-07-28 result (e.g. `resultType`, which
+// servers MUST include), or the SDK rejects the whole answer instead of showing the refusal.
+
+#[test]
+fn modern_era_python_client_server_git() {
+    let tree = Tree::with_git();
+    let scope = tree.scope();
+    let server = vec![server_git(), "--repository".to_string(), scope.clone()];
+    let script = json!({"era": "modern", "steps": [
+        list_tools(),
+        call("git_status", json!({"repo_path": scope})),
+        call("git_log", json!({"repo_path": tree.p("outside")})),
+        call("git_log", json!({"repo_path": format!("{scope}/../outside")})),
+        call("git_log", json!({"repo_path": scope, "max_count": 1})),
+    ]});
+    let direct = run_client(
+        Client::Py,
+        "modern mcp-server-git direct",
+        &server,
+        &script,
+        &env(&tree),
+        &tree.path("scope"),
+    );
+    let proxied = run_client(
+        Client::Py,
+        "modern mcp-server-git proxied",
+        &proxied(&[], &server),
+        &script,
+        &env(&tree),
+        &tree.path("scope"),
+    );
+    for run in [&direct, &proxied] {
+        assert!(
+            run.init["supportedVersions"]
+                .as_array()
+                .is_some_and(|v| v.contains(&json!("2026-07-28"))),
+            "{}: not a 2026-07-28 session: {}",
+            run.label,
+            run.init
+        );
+        assert!(run.ok_text(1).contains("On branch main"), "{}", run.text(1));
+        assert!(
+            run.ok_text(4).contains("initial scope commit"),
+            "{}",
+            run.text(4)
+        );
+    }
+    assert_eq!(
+        proxied.tools(0),
+        direct.tools(0),
+        "tools/list through the proxy differs from direct"
+    );
+    let outside = tree.p("outside");
+    for i in [2, 3] {
+        assert_proxy_denied(&proxied, i, "outside the repository", &outside, &outside);
+        assert!(direct.denial(i).is_none());
+        assert_eq!(
+            proxied.result(i)["resultType"],
+            "complete",
+            "a 2026-07-28 result names its type"
+        );
+    }
 }

@@ -45,8 +45,8 @@ pub struct UninstallArgs {
     /// Only this client (repeatable).
     #[arg(long = "client", value_name = "NAME")]
     pub clients: Vec<String>,
-    /// Unused by uninstall beyond locating files: every recorded install is undone, whatever
-    /// project it was made in.
+    /// Project whose configs are checked for wrapped entries without a record (default: the
+    /// cwd). Every recorded install is undone, whatever project it was made in.
     #[arg(long, value_name = "DIR")]
     pub project: Option<PathBuf>,
     /// Show the diff and stop.
@@ -328,6 +328,8 @@ pub fn run_uninstall(args: UninstallArgs, global: &GlobalArgs) -> anyhow::Result
             files.push(clients::config_file_for_record(client, rec.file.clone()));
         }
     }
+    let project = project_dir(args.project)?;
+    warn_unrecorded(&host, &project, &clients, &records);
     let (plans, problems) = apply::plan_uninstall(records, &files);
     print_problems(&host, &problems);
     if plans.is_empty() {
@@ -355,6 +357,44 @@ pub fn run_uninstall(args: UninstallArgs, global: &GlobalArgs) -> anyhow::Result
         apply::commit_uninstall,
     );
     Ok(exit_for(failed + problems.len()))
+}
+
+/// Wrapped entries no record covers (wrapped by hand, or the config came from another machine)
+/// cannot be restored exactly; say so and show the original command line.
+fn warn_unrecorded(
+    host: &HostEnv,
+    project: &Path,
+    clients: &[ClientId],
+    records: &[(PathBuf, record::InstallRecord)],
+) {
+    let recorded = |file: &Path, pointer: &str| {
+        records.iter().any(|(_, r)| {
+            r.undone.is_none() && r.file == file && r.changes.iter().any(|c| c.pointer == pointer)
+        })
+    };
+    for scan in scan::scan_all(host, project, clients) {
+        for e in scan.entries.iter().filter(|e| e.wrapped) {
+            if recorded(&e.file, &e.pointer) {
+                continue;
+            }
+            let original = e
+                .command
+                .as_deref()
+                .and_then(|c| clients::wrap::unwrap_args(c, &e.args))
+                .map(|(cmd, args)| {
+                    std::iter::once(cmd)
+                        .chain(args)
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default();
+            eprintln!(
+                "warning: {} `{}` is wrapped but has no install record; left as it is\nhint: to unwrap it, set its command line back to `{original}` by hand",
+                display_path(host, &e.file),
+                e.name
+            );
+        }
+    }
 }
 
 #[derive(serde::Serialize)]

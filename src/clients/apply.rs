@@ -81,7 +81,8 @@ fn wrap_splices(
         .ok_or_else(|| ClientsError::Unsupported("no command".into()))?;
     // The syntax tree and the parsed value must agree (they differ only for duplicate keys).
     let tree_args = loc.args.as_ref().and_then(|a| a.values.clone());
-    if loc.command_value != command || loc.args.is_some() && tree_args.as_ref() != Some(&entry.args)
+    if loc.command_value != command
+        || (loc.args.is_some() && tree_args.as_ref() != Some(&entry.args))
     {
         return Err(ClientsError::Unsupported(
             "the entry's command or args are ambiguous (duplicate keys?)".into(),

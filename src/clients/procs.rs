@@ -5,7 +5,7 @@
 //! On Linux we read `/proc/*/comm` and `cmdline`, and `environ` to learn which HOME /
 //! `CLAUDE_CONFIG_DIR` / `XDG_CONFIG_HOME` the process uses: a `claude` of another HOME does not
 //! rewrite this file. When a process's environment is unreadable we assume it does (fail safe).
-//! On macOS `ps` gives names only, so any match counts.
+//! On macOS `ps` gives command lines but no environment, so any match counts.
 
 use std::path::{Path, PathBuf};
 
@@ -163,23 +163,35 @@ mod platform {
 mod platform {
     use super::Process;
 
+    /// `ps` gives no environment, so every match counts (fail safe). `command=` rather than
+    /// `comm=`: Claude Code sets its process title to `claude`, which only the command line shows.
     pub(crate) fn processes() -> Vec<Process> {
         let Ok(out) = std::process::Command::new("ps")
-            .args(["-axww", "-o", "pid=,comm="])
+            .args(["-axww", "-o", "pid=,command="])
             .output()
         else {
             return vec![];
         };
+        let me = std::process::id();
         String::from_utf8_lossy(&out.stdout)
             .lines()
             .filter_map(|line| {
                 let line = line.trim_start();
-                let (pid, comm) = line.split_once(' ')?;
-                let comm = comm.trim().to_string();
+                let (pid, command) = line.split_once(' ')?;
+                let pid: u32 = pid.parse().ok()?;
+                if pid == me {
+                    return None;
+                }
+                // Arguments with spaces are split wrongly; only the first words are matched.
+                let argv: Vec<String> = command.split_whitespace().map(str::to_string).collect();
+                let comm = argv
+                    .first()
+                    .map(|a| a.rsplit('/').next().unwrap_or(a).to_string())
+                    .unwrap_or_default();
                 Some(Process {
-                    pid: pid.parse().ok()?,
-                    comm: comm.rsplit('/').next().unwrap_or(&comm).to_string(),
-                    argv: vec![comm],
+                    pid,
+                    comm,
+                    argv,
                     environ: None,
                 })
             })

@@ -91,7 +91,7 @@ pub fn save(
         path: path.to_path_buf(),
         source,
     };
-    fs::create_dir_all(dir).map_err(|e| err(dir, e))?;
+    create_private_dir(dir).map_err(|e| err(dir, e))?;
     let tag = &sha256_hex(file.as_os_str().as_encoded_bytes())[..8];
     let mut base = format!("{}-{client}-{tag}", stamp());
     let mut n = 1;
@@ -117,6 +117,21 @@ pub fn save(
         serde_json::to_vec_pretty(&record).map_err(|e| ClientsError::Internal(e.to_string()))?;
     write_new(&record_path, &json).map_err(|e| err(&record_path, e))?;
     Ok((record_path, record))
+}
+
+/// The installs directory holds copies of configs (with their `env` secrets): owner-only.
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
 }
 
 /// Create a file that must not exist yet, private to the user (backups hold secrets from `env`).

@@ -13,6 +13,7 @@
 //! INTERFACE FIXED (`JailOptions`, `prepare`, `PreparedJail::command`, `PreparedJail::report`).
 //! Platform code lives behind module boundaries; callers never write `cfg`.
 
+mod carve;
 mod env;
 mod explain;
 mod report;
@@ -26,7 +27,7 @@ mod linux;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::policy::Scope;
+use crate::policy::{Scope, ScopeSource};
 
 pub use explain::explain_start_failure;
 pub use report::KernelSupport;
@@ -78,6 +79,9 @@ pub enum SandboxError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GrantAccess {
+    /// List a directory only (its entries are granted separately): used to carve denied names
+    /// out of a scope directory.
+    List,
     Read,
     ReadExec,
     /// Read and write (create, remove, rename within granted trees), never exec.
@@ -178,32 +182,79 @@ pub fn prepare_with_env(
         access: GrantAccess::ReadWrite,
         why: "private TMPDIR".into(),
     });
-    for e in &scope.read {
-        grants.push(Grant {
-            path: e.path.clone(),
-            access: GrantAccess::Read,
-            why: "scope (read)".into(),
-        });
-    }
-    for e in &scope.write {
-        grants.push(Grant {
-            path: e.path.clone(),
-            access: GrantAccess::ReadWrite,
-            why: "scope (write)".into(),
-        });
-    }
-    for e in &scope.exec {
-        grants.push(Grant {
-            path: e.path.clone(),
-            access: GrantAccess::ReadExec,
-            why: "scope (exec)".into(),
-        });
+    let mut notes = rt.notes.clone();
+    let home = base_env
+        .iter()
+        .find(|(k, _)| k == "HOME")
+        .map(|(_, v)| PathBuf::from(v));
+    let deny = carve::deny_set(&scope.deny, home.as_deref(), &mut notes);
+    let scope_grants = scope
+        .read
+        .iter()
+        .map(|e| (e, GrantAccess::Read, "scope (read)"))
+        .chain(
+            scope
+                .write
+                .iter()
+                .map(|e| (e, GrantAccess::ReadWrite, "scope (write)")),
+        )
+        .chain(
+            scope
+                .exec
+                .iter()
+                .map(|e| (e, GrantAccess::ReadExec, "scope (exec)")),
+        );
+    for (entry, access, why) in scope_grants {
+        // The jail's own runtime discovery is the authority for runtime paths: it is narrower
+        // than a prefix guess (`<prefix>/bin/server` must not open all of `<prefix>`, which for
+        // `~/.local/bin` or `~/.cargo/bin` would expose `~/.local/share` or cargo credentials).
+        if entry.source == ScopeSource::Runtime
+            && !grants.iter().any(|g| entry.path.starts_with(&g.path))
+        {
+            notes.push(format!(
+                "runtime path {} from the policy not granted: the jail's runtime discovery does not \
+                 need it (hint: --allow-read {} if the server does)",
+                entry.path.display(),
+                entry.path.display()
+            ));
+            continue;
+        }
+        let mut g = Grant {
+            path: entry.path.clone(),
+            access,
+            why: why.into(),
+        };
+        if access == GrantAccess::ReadWrite && !entry.path.is_dir() {
+            // Landlock grants existing inodes: a file that does not exist yet cannot be granted,
+            // and an existing one cannot be replaced atomically (write a temp sibling, rename)
+            // without rights on its directory. Grant the directory, unless that is too wide.
+            match entry.path.parent() {
+                Some(parent) if parent.is_dir() && !runtime::too_wide(parent, home.as_deref()) => {
+                    notes.push(format!(
+                        "write scope {} is a file: its directory {} is granted read-write (Landlock \
+                         cannot grant creating or atomically replacing a single file)",
+                        entry.path.display(),
+                        parent.display()
+                    ));
+                    g.path = parent.to_path_buf();
+                    g.why = format!("scope (write): directory of {}", entry.path.display());
+                }
+                _ => notes.push(format!(
+                    "write scope {} is a file in a directory too wide to grant: only the existing \
+                     file is writable; the server cannot create or atomically replace it",
+                    entry.path.display()
+                )),
+            }
+        }
+        match &deny {
+            Some(set) => grants.extend(carve::carve(g, set, &mut notes)),
+            None => grants.push(g),
+        }
     }
 
     let mut env = env::scrub(base_env, &opts.env_keep, Some(tmp.path()));
     jailed_path(&mut env, rt.pyenv_bin.as_deref());
     let dropped = env::dropped(base_env, &env);
-    let mut notes = rt.notes.clone();
 
     let (platform, mut layers) = platform_jail(scope, &grants, tmp.path(), &mut notes)?;
     layers.push(LayerReport {
@@ -227,11 +278,26 @@ pub fn prepare_with_env(
         ),
     });
     let report = EnforcementReport { layers };
-    if opts.require_full && report.overall() != Enforcement::Fully {
-        return Err(SandboxError::NotFullyEnforced(report.not_full_summary()));
+    if report.overall() != Enforcement::Fully {
+        if opts.require_full {
+            return Err(SandboxError::NotFullyEnforced(report.not_full_summary()));
+        }
+        tracing::warn!(
+            "the jail is {} here: {}",
+            report.overall(),
+            report.not_full_summary()
+        );
     }
     for note in &notes {
-        tracing::debug!("jail: {note}");
+        tracing::info!("jail: {note}");
+    }
+    for g in &grants {
+        tracing::debug!(
+            "jail grant: {:?} {} ({})",
+            g.access,
+            g.path.display(),
+            g.why
+        );
     }
 
     Ok(PreparedJail {
@@ -377,6 +443,16 @@ impl PreparedJail {
     /// The program actually executed (after PATH and pyenv-shim resolution).
     pub fn program(&self) -> &Path {
         &self.program
+    }
+
+    /// The environment the server gets (`None`: inherited unchanged, `--no-jail` only).
+    pub fn env(&self) -> Option<&[(OsString, OsString)]> {
+        self.env.as_deref()
+    }
+
+    /// The arguments after the program.
+    pub fn args(&self) -> &[String] {
+        &self.args
     }
 
     /// The private TMPDIR, when jailed.

@@ -243,10 +243,11 @@ pub fn is_pyenv_shims_dir(dir: &Path) -> bool {
 }
 
 fn is_pyenv_shim(path: &Path) -> bool {
-    if !path
+    let in_shims_dir = path
         .parent()
-        .is_some_and(|d| d.file_name().is_some_and(|n| n == "shims"))
-    {
+        .and_then(Path::file_name)
+        .is_some_and(|n| n == "shims");
+    if !in_shims_dir {
         return false;
     }
     let mut buf = [0u8; 1024];
@@ -328,7 +329,7 @@ fn pyenv_versions(root: &Path, cwd: &Path, env: &DiscoverEnv<'_>) -> Vec<String>
 }
 
 /// Would granting `dir` expose too much (`/`, `$HOME` or an ancestor of it)?
-fn too_wide(dir: &Path, home: Option<&Path>) -> bool {
+pub(crate) fn too_wide(dir: &Path, home: Option<&Path>) -> bool {
     if dir == Path::new("/") || dir.components().count() < 2 {
         return true;
     }
@@ -576,4 +577,138 @@ pub fn system_grants(network: bool) -> Vec<Grant> {
         ));
     }
     grants
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn exe(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    fn env_with_path(path: &Path, home: &Path) -> Vec<(OsString, OsString)> {
+        vec![
+            ("PATH".into(), path.as_os_str().to_owned()),
+            ("HOME".into(), home.as_os_str().to_owned()),
+        ]
+    }
+
+    fn has(rt: &Runtime, p: &Path, access: GrantAccess) -> bool {
+        rt.grants.iter().any(|g| g.path == p && g.access == access)
+    }
+
+    #[test]
+    fn node_bin_script_brings_its_node_modules_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let pkg = base.join("proj/node_modules/@scope/server/dist/index.js");
+        exe(&pkg, "#!/usr/bin/env node\nconsole.log(1)\n");
+        std::fs::write(base.join("proj/package.json"), "{}").unwrap();
+        let bin = base.join("proj/node_modules/.bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(&pkg, bin.join("server")).unwrap();
+        let vars = env_with_path(Path::new("/usr/bin:/bin"), &base.join("home"));
+        let rt = discover(
+            &[bin.join("server").to_string_lossy().into_owned()],
+            &base,
+            &DiscoverEnv { vars: &vars },
+        )
+        .unwrap();
+        assert!(has(&rt, &pkg, GrantAccess::Read), "{:?}", rt.grants);
+        assert!(has(
+            &rt,
+            &base.join("proj/node_modules"),
+            GrantAccess::ReadExec
+        ));
+        assert!(has(&rt, &base.join("proj/package.json"), GrantAccess::Read));
+        // The project itself (where data may live) is not runtime.
+        assert!(!rt.grants.iter().any(|g| g.path == base.join("proj")));
+    }
+
+    #[test]
+    fn venv_brings_itself_and_its_base_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let real = base.join("pythons/3.12/bin/python3.12");
+        exe(&real, "\x7fELF");
+        let venv = base.join("venv");
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        std::os::unix::fs::symlink(&real, venv.join("bin/python")).unwrap();
+        std::fs::write(
+            venv.join("pyvenv.cfg"),
+            format!(
+                "home = {}\nversion = 3.12\n",
+                real.parent().unwrap().display()
+            ),
+        )
+        .unwrap();
+        // A console script of the venv: `#!<venv>/bin/python`.
+        exe(
+            &venv.join("bin/mcp-server-x"),
+            &format!("#!{}\nimport x\n", venv.join("bin/python").display()),
+        );
+        let vars = env_with_path(&venv.join("bin"), &base.join("home"));
+        let rt = discover(
+            &["mcp-server-x".into()],
+            &base,
+            &DiscoverEnv { vars: &vars },
+        )
+        .unwrap();
+        assert!(has(&rt, &venv, GrantAccess::ReadExec), "{:?}", rt.grants);
+        assert!(has(&rt, &base.join("pythons/3.12"), GrantAccess::ReadExec));
+        assert!(has(&rt, &real, GrantAccess::ReadExec));
+    }
+
+    #[test]
+    fn pyenv_shim_resolves_to_the_version_prefix_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = std::fs::canonicalize(dir.path()).unwrap();
+        let root = home.join(".pyenv");
+        exe(
+            &root.join("shims/python3"),
+            "#!/usr/bin/env bash\nset -e\nexec \"/x/.pyenv/libexec/pyenv\" exec \"$program\" \"$@\"\n",
+        );
+        let real = root.join("versions/3.11.7/bin/python3");
+        exe(&real, "\x7fELF");
+        std::fs::write(root.join("version"), "3.11.7\n").unwrap();
+        let vars = env_with_path(&root.join("shims"), &home);
+        let rt = discover(
+            &["python3".into(), "-c".into(), "0".into()],
+            &home,
+            &DiscoverEnv { vars: &vars },
+        )
+        .unwrap();
+        assert_eq!(rt.program, real);
+        assert!(
+            has(&rt, &root.join("versions/3.11.7"), GrantAccess::ReadExec),
+            "{:?}",
+            rt.grants
+        );
+        assert!(!rt.grants.iter().any(|g| g.path == root || g.path == home));
+        assert_eq!(
+            rt.pyenv_bin.as_deref(),
+            Some(root.join("versions/3.11.7/bin").as_path())
+        );
+    }
+
+    #[test]
+    fn a_binary_directly_in_home_does_not_grant_home() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = std::fs::canonicalize(dir.path()).unwrap();
+        let bin = home.join("server");
+        exe(&bin, "\x7fELF");
+        let vars = env_with_path(Path::new("/usr/bin"), &home);
+        let rt = discover(
+            &[bin.to_string_lossy().into_owned()],
+            &home,
+            &DiscoverEnv { vars: &vars },
+        )
+        .unwrap();
+        assert!(has(&rt, &bin, GrantAccess::ReadExec));
+        assert!(!rt.grants.iter().any(|g| g.path == home), "{:?}", rt.grants);
+    }
 }

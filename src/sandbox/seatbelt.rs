@@ -70,7 +70,7 @@ fn path_filter(p: &Path) -> String {
     // A directory gets `subpath`, anything else `literal`; an unknown path is treated as a
     // directory so a not-yet-created scope still works once created.
     let s = p.to_string_lossy();
-    if p.is_file() {
+    if p.is_file() || p.starts_with("/dev") || p.ends_with("localtime") {
         format!("(literal {})", quote(&s))
     } else {
         format!("(subpath {})", quote(&s))
@@ -119,7 +119,7 @@ pub fn profile(scope: &Scope, runtime: &[Grant], tmpdir: Option<&Path>) -> Strin
         .collect();
     let rt_r: Vec<&Path> = runtime
         .iter()
-        .filter(|g| g.access == GrantAccess::Read)
+        .filter(|g| matches!(g.access, GrantAccess::Read | GrantAccess::List))
         .map(|g| g.path.as_path())
         .collect();
     let rt_rw: Vec<&Path> = runtime

@@ -12,6 +12,7 @@
 //                                      {"call": "resources/read", "uri": URI}, {"call": "ping"}
 //   {"step": i, "roots": [...]}        for {"set_roots": [PATH or URI, ...]}
 //   {"step": i, "error": {code, message, data}}   when the request got a JSON-RPC error
+//   {"step": i, "client_error": "..."}   when the SDK itself rejected the answer
 //   {"done": true, "roots_requests": N}
 //
 // Script options as in client.py: "roots", "timeout", "wait_initial_roots", and "wait_roots" on
@@ -146,9 +147,15 @@ for (const [i, step] of (script.steps ?? []).entries()) {
   try {
     emit({ step: i, ...(await runStep(step)) });
   } catch (err) {
-    if (!(err instanceof McpError)) throw err;
-    const message = err.message.replace(/^MCP error -?\d+: /, "");
-    emit({ step: i, error: { code: err.code, message, data: err.data ?? null } });
+    // McpError also covers the SDK's own result checks (e.g. a missing structuredContent); the
+    // message says which, and either way the test sees this step fail.
+    if (err instanceof McpError) {
+      const message = err.message.replace(/^MCP error -?\d+: /, "");
+      emit({ step: i, error: { code: err.code, message, data: err.data ?? null } });
+    } else {
+      // E.g. a result the SDK's own validation refuses: report it for this step and go on.
+      emit({ step: i, client_error: `${err?.name ?? "Error"}: ${err?.message ?? err}` });
+    }
   }
   if ("set_roots" in step) {
     roots = step.set_roots;

@@ -6,13 +6,14 @@ Starts COMMAND (a server, or mcpjail-proxy in front of one) with exactly this pr
 environment, performs the SDK's initialize handshake, runs the steps of a JSON script (from FILE,
 or stdin when no --script is given) and prints one JSON object per line to stdout:
 
-  {"initialize": InitializeResult}
+  {"initialize": InitializeResult}            (or {"initialize": DiscoverResult, "era": "modern"})
   {"step": i, "tools": [Tool, ...]}           for {"call": "tools/list"} (all pages)
   {"step": i, "result": CallToolResult}       for {"tool": NAME, "arguments": {...}}
   {"step": i, "result": ReadResourceResult}   for {"call": "resources/read", "uri": URI}
   {"step": i, "result": {}}                   for {"call": "ping"}
   {"step": i, "roots": [...]}                 for {"set_roots": [PATH or URI, ...]}
   {"step": i, "error": {"code", "message", "data"}}   when the request got a JSON-RPC error
+  {"step": i, "client_error": "..."}          when the SDK itself rejected the answer
   {"done": true, "roots_requests": N}
 
 Script: {"roots": [PATH or URI, ...] (optional; advertises the roots capability), "timeout": S,
@@ -22,7 +23,8 @@ notifications/roots/list_changed. Roots replies race with later steps, so a test
 answered, and {"set_roots": [...], "wait_roots": true} waits until the next one has. A server
 may apply new roots asynchronously after that, so a tool step can repeat itself until its text
 contains a string: {"tool": ..., "until_text": "...", "max_tries": N} (the result line then
-carries "tries"; without a match the last result is printed).
+carries "tries"; without a match the last result is printed). "era": "modern" connects with the
+stateless 2026-07-28 core (`server/discover`, per-request `_meta`) instead of `initialize`.
 Results are printed in the wire's camelCase shape so the Rust tests read one format from both
 clients. The server's stderr is inherited, so it interleaves with this driver's own stderr.
 """
@@ -96,7 +98,10 @@ async def run(script: dict, command: list[str]) -> None:
     async with stdio_client(params) as (read, write):
         session_kwargs = {"list_roots_callback": list_roots} if roots is not None else {}
         async with ClientSession(read, write, **session_kwargs) as session:
-            emit({"initialize": dump(await session.initialize())})
+            if script.get("era") == "modern":
+                emit({"initialize": dump(await session.discover()), "era": "modern"})
+            else:
+                emit({"initialize": dump(await session.initialize())})
             if script.get("wait_initial_roots"):
                 await wait_roots_request(0)
             for i, step in enumerate(script.get("steps", [])):
@@ -104,6 +109,10 @@ async def run(script: dict, command: list[str]) -> None:
                     emit({"step": i, **await run_step(session, step)})
                 except MCPError as err:
                     emit({"step": i, "error": {"code": err.code, "message": err.message, "data": err.data}})
+                except Exception as err:  # noqa: BLE001 - the test reads and judges it
+                    # E.g. a result the SDK's own validation refuses: report it for this step and
+                    # go on, so the test names the step instead of seeing a crashed driver.
+                    emit({"step": i, "client_error": f"{type(err).__name__}: {err}"})
                 if "set_roots" in step:
                     roots = step["set_roots"]
                     seen = roots_requests

@@ -196,7 +196,12 @@ impl Run {
     pub fn result(&self, i: usize) -> &Value {
         match self.step(i).get("result") {
             Some(r) => r,
-            None => panic!("{}: step {i} has no result: {}", self.label, self.step(i)),
+            None => panic!(
+                "{}: step {i} has no result: {}\n--- stderr:\n{}",
+                self.label,
+                self.step(i),
+                self.stderr
+            ),
         }
     }
 
@@ -244,6 +249,20 @@ impl Run {
             .and_then(|m| m.get("mcpjail/denial"))
     }
 
+    /// The JSON-RPC error step `i` got, if any.
+    pub fn error(&self, i: usize) -> Option<&Value> {
+        self.step(i).get("error")
+    }
+
+    /// Every `FIXTURE-READ {json}` line (a `resources/read` that reached the fixture), parsed.
+    pub fn fixture_reads(&self) -> Vec<Value> {
+        self.stderr
+            .lines()
+            .filter_map(|l| l.strip_prefix("FIXTURE-READ "))
+            .map(|j| serde_json::from_str(j).expect("FIXTURE-READ line is JSON"))
+            .collect()
+    }
+
     /// Every `FIXTURE-CALL {json}` line the fixture server printed, parsed.
     pub fn fixture_calls(&self) -> Vec<Value> {
         self.stderr
@@ -261,6 +280,10 @@ pub fn call(tool: &str, arguments: Value) -> Value {
 
 pub fn list_tools() -> Value {
     json!({"call": "tools/list"})
+}
+
+pub fn read_resource(uri: &str) -> Value {
+    json!({"call": "resources/read", "uri": uri})
 }
 
 /// A scratch tree around a scope, with things outside it worth stealing.
@@ -420,6 +443,14 @@ pub fn hostile_paths(tree: &Tree, rel_target: &str) -> Vec<(&'static str, String
         (
             "NUL byte",
             format!("{scope}/a.txt\u{0}/../../outside/secret.txt"),
+        ),
+        (
+            "/proc/self/root prefix",
+            join(format!("/proc/self/root{outside}")),
+        ),
+        (
+            "// and /. segments",
+            join(format!("{scope}//./..//outside/.")),
         ),
     ]
 }

@@ -53,6 +53,7 @@ fn read_rights() -> BitFlags<AccessFs> {
 fn rights_for(access: GrantAccess, is_dir: bool) -> BitFlags<AccessFs> {
     let all = AccessFs::from_all(TARGET_ABI);
     let rights = match access {
+        GrantAccess::List => BitFlags::from(AccessFs::ReadDir),
         GrantAccess::Read => read_rights(),
         GrantAccess::ReadExec => read_rights() | AccessFs::Execute,
         // Never MakeChar/MakeBlock: a root server could mknod the disk inside its scope and read
