@@ -12,6 +12,8 @@
 //!
 //! Run with `cargo test --test escape -- --nocapture` to see the tables.
 
+#![cfg(target_os = "linux")]
+
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

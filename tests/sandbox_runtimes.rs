@@ -6,6 +6,8 @@
 //! `tools/call` of `read` that reads a path and answers ESCAPED/BLOCKED. Each is run as a control
 //! (`--no-jail`) and jailed; each run is a fresh child process.
 
+#![cfg(target_os = "linux")]
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
