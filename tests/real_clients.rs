@@ -518,7 +518,8 @@ fn server_git_typescript_client() {
 // ---------------------------------------------------------------------------------------------
 // Client roots: the server's roots/list request crosses the proxy to the real client and the
 // answer gets back (server→client requests pass through). server-filesystem replaces its
-// allowed directories with the client's roots, so its own listing shows whether they arrived.
+// allowed directories with the client's roots, so its own listing shows whether they arrived;
+// and the proxy narrows its own scope to those roots (a call outside them is its refusal).
 
 fn roots_pair(client: Client) {
     let tree = Tree::new();
@@ -563,14 +564,16 @@ fn roots_pair(client: Client) {
         run.label
     );
     assert_eq!(run.ok_text(2), "beta");
-    // Outside the roots: refused (by the server today; by the proxy too once it narrows to roots).
-    assert!(
-        run.is_error(3),
-        "{}: a.txt is outside the client's roots: {}",
-        run.label,
-        run.text(3)
+    // Outside the client's roots (though inside the server's argv scope): the proxy narrows its
+    // scope to the roots, so it refuses the call itself.
+    let a = tree.p("scope/a.txt");
+    assert_proxy_denied(&run, 3, "outside the client's roots", &a, &a);
+    assert_eq!(
+        run.denial(3).unwrap()["roots"],
+        json!([sub]),
+        "{}: the denial names the narrowed roots",
+        run.label
     );
-    assert!(!run.text(3).contains("alpha"));
 }
 
 #[test]
