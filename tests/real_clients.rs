@@ -652,3 +652,61 @@ fn modern_era_python_client_server_git() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// `--deny-as error`: the refusal is a JSON-RPC error, and both SDKs surface it with its data.
+
+fn deny_as_error(client: Client) {
+    let tree = Tree::new();
+    let server = vec![FIXTURE.to_string(), tree.scope()];
+    let secret = tree.p("outside/secret.txt");
+    let script = json!({"steps": [
+        call("read_file", json!({"path": tree.p("scope/a.txt")})),
+        call("read_file", json!({"path": format!("{}/../outside/secret.txt", tree.scope())})),
+    ]});
+    let run = run_client(
+        client,
+        "fixture --deny-as error",
+        &proxied(&["--deny-as", "error"], &server),
+        &script,
+        &env(&tree),
+        &tree.path("scope"),
+    );
+    assert_eq!(run.ok_text(0), "alpha");
+    let err = run
+        .error(1)
+        .unwrap_or_else(|| panic!("{}: no JSON-RPC error: {:?}", run.label, run.steps[1]));
+    assert!(err["code"].as_i64().is_some_and(|c| c < 0), "{err}");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&secret),
+        "{err}"
+    );
+    assert_eq!(
+        err["data"]["mcpjail/denial"]["path"],
+        secret.as_str(),
+        "{err}"
+    );
+    let reached: Vec<String> = run
+        .fixture_calls()
+        .iter()
+        .map(|c| c["arguments"]["path"].to_string())
+        .collect();
+    assert_eq!(
+        reached,
+        [json!(tree.p("scope/a.txt")).to_string()],
+        "only the allowed call reached the fixture"
+    );
+}
+
+#[test]
+fn deny_as_error_python_client() {
+    deny_as_error(Client::Py);
+}
+
+#[test]
+fn deny_as_error_typescript_client() {
+    deny_as_error(Client::Ts);
+}
