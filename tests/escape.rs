@@ -4,7 +4,13 @@
 //! by a real MCP client (rmcp over stdio): once with `--no-jail` semantics (CONTROL — the
 //! attempt must succeed, proving it is a real escape on this machine) and once jailed (JAILED —
 //! it must be blocked and the canary must not come back). Every run is a fresh child process.
-//! Run with `cargo test --test escape -- --nocapture` to see the table.
+//!
+//! The same attempts then run through the real `mcpjail-proxy` binary (`--no-jail` for the
+//! control), with the targets passed by `--env-keep`: the proxy forwards the calls (they carry no
+//! path arguments) and the jail alone has to stop them. There the parent is the proxy, and the
+//! signal sent is SIGURG (ignored by default) so the control run does not kill the proxy.
+//!
+//! Run with `cargo test --test escape -- --nocapture` to see the tables.
 
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
@@ -30,7 +36,10 @@ const TARGET_VARS: &[&str] = &[
     "HOSTILE_TCP_PORT",
     "HOSTILE_UDP_PORT",
     "HOSTILE_ABSTRACT",
+    "HOSTILE_SIGNAL",
 ];
+
+const PROXY: &str = env!("CARGO_BIN_EXE_mcpjail-proxy");
 
 const ATTEMPTS: &[(&str, &str)] = &[
     ("read ~/.ssh/id_rsa", "read_ssh_key"),
@@ -183,8 +192,16 @@ fn scope_of(w: &World) -> Scope {
     }
 }
 
+#[derive(Clone, Copy, PartialEq)]
+enum Via {
+    /// `sandbox::prepare_with_env(..).command()`: the jail itself.
+    Direct,
+    /// The `mcpjail-proxy` binary in front of the server.
+    Proxy,
+}
+
 /// Start the hostile server (jailed or not), call one tool, return its text.
-async fn attempt(w: &World, program: &Path, tool: &str, jailed: bool) -> String {
+async fn attempt(w: &World, program: &Path, tool: &str, jailed: bool, via: Via) -> String {
     let opts = JailOptions {
         disabled: !jailed,
         require_full: jailed,
@@ -193,7 +210,29 @@ async fn attempt(w: &World, program: &Path, tool: &str, jailed: bool) -> String 
     let command = vec![program.to_string_lossy().into_owned()];
     let jail = sandbox::prepare_with_env(&scope_of(w), &command, &w.scope, &opts, &w.env)
         .expect("prepare the jail");
-    let transport = TokioChildProcess::new(jail.command()).expect("spawn the hostile server");
+    let cmd = match via {
+        Via::Direct => jail.command(),
+        Via::Proxy => {
+            let mut c = tokio::process::Command::new(PROXY);
+            c.arg("--allow-write").arg(&w.scope);
+            if jailed {
+                c.arg("--require-full");
+            } else {
+                c.arg("--no-jail");
+            }
+            for v in TARGET_VARS {
+                c.arg("--env-keep").arg(v);
+            }
+            c.arg("--").arg(program);
+            c.current_dir(&w.scope)
+                .env_clear()
+                .envs(w.env.iter().cloned());
+            // Ignored by default: the control run must not kill the proxy.
+            c.env("HOSTILE_SIGNAL", libc::SIGURG.to_string());
+            c
+        }
+    };
+    let transport = TokioChildProcess::new(cmd).expect("spawn the hostile server");
     let client = ().serve(transport).await.expect("MCP initialize");
     let result = client
         .call_tool(CallToolRequestParams::new(tool.to_string()))
@@ -233,7 +272,16 @@ struct Row {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_escape_succeeds_unjailed_and_is_blocked_jailed() {
-    // The control run signals this process (the hostile server's parent): catch it.
+    suite(Via::Direct).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_the_proxy_every_escape_is_blocked_jailed() {
+    suite(Via::Proxy).await;
+}
+
+async fn suite(via: Via) {
+    // The direct control run signals this process (the hostile server's parent): catch it.
     let mut usr1 =
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1()).unwrap();
     let w = world();
@@ -245,14 +293,14 @@ async fn every_escape_succeeds_unjailed_and_is_blocked_jailed() {
         } else {
             PathBuf::from(HOSTILE)
         };
-        let control = attempt(&w, &program, tool, false).await;
-        if *tool == "signal_parent" && control.starts_with("ESCAPED") {
+        let control = attempt(&w, &program, tool, false, via).await;
+        if via == Via::Direct && *tool == "signal_parent" && control.starts_with("ESCAPED") {
             tokio::time::timeout(Duration::from_secs(10), usr1.recv())
                 .await
                 .expect("the control run's SIGUSR1 arrives");
         }
         reset(&w);
-        let jailed = attempt(&w, &program, tool, true).await;
+        let jailed = attempt(&w, &program, tool, true, via).await;
         // Side effects a jailed run must not leave.
         assert!(
             !w.outside.join("escaped-write.txt").exists(),
@@ -280,7 +328,13 @@ async fn every_escape_succeeds_unjailed_and_is_blocked_jailed() {
         });
     }
 
-    print_table("direct spawn (sandbox::prepare)", &rows);
+    print_table(
+        match via {
+            Via::Direct => "direct spawn (sandbox::prepare)",
+            Via::Proxy => "through mcpjail-proxy (--no-jail as control)",
+        },
+        &rows,
+    );
     check(&rows, &w.token);
 }
 

@@ -500,3 +500,26 @@ fn uninstall_names_wrapped_entries_without_a_record() {
     assert!(err.contains("`npx -y pkg`"), "{err}");
     assert_eq!(text(&sb.read(CURSOR.dest)), config);
 }
+
+/// Surgical undo of a JSON entry that had no `args` (install added the property): the added
+/// property and its comma go, the user's later edit elsewhere stays.
+#[test]
+fn surgical_uninstall_removes_an_added_args_property() {
+    let sb = Sandbox::new();
+    let original = text(&sb.place(DESKTOP)); // `local-binary` has no args
+    assert_ok(&sb.install(&[]));
+    assert!(text(&sb.read(DESKTOP.dest)).contains(
+        "\"args\": [\"--name\", \"local-binary\", \"--\", \"/opt/tools/my-mcp-server\"]"
+    ));
+    replace_once(
+        &sb,
+        DESKTOP.dest,
+        "\"sidebarMode\": \"chat\"",
+        "\"sidebarMode\": \"task\"",
+    );
+    assert_ok(&sb.run(&["uninstall", "--yes"]));
+    assert_eq!(
+        text(&sb.read(DESKTOP.dest)),
+        original.replacen("\"sidebarMode\": \"chat\"", "\"sidebarMode\": \"task\"", 1)
+    );
+}

@@ -59,3 +59,33 @@ fn a_call_before_any_handshake_waits_for_the_tool_list() {
     assert!(is_denial(&r), "{r}");
     assert!(!std::path::Path::new(&t.p("x.txt")).exists());
 }
+
+#[test]
+fn server_requests_progress_and_cancellation_pass_through_untouched() {
+    let t = Tree::new();
+    let mut opts = Opts::new(&t);
+    opts.env.push(("FIXTURE_ASK_ROOTS", "1".into()));
+    let mut s = Session::start(&t, opts);
+    // No roots capability: the proxy itself never asks, only the server does.
+    s.initialize();
+    let ask = s.recv();
+    assert_eq!(ask["method"], json!("roots/list"), "{ask}");
+    assert_eq!(ask["id"], json!("fx-roots-1"));
+    let answer =
+        r#"{"jsonrpc":"2.0","id":"fx-roots-1","result":{"roots":[],"_meta":{"vendor/x":1}}}"#;
+    s.send_raw(format!("{answer}\n").as_bytes());
+    let got = s.wait_stderr("FIXTURE-RESPONSE");
+    assert!(got.contains("vendor/x"), "{got}");
+    for note in [
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user","_meta":{"v":1}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1,"total":2}}"#,
+    ] {
+        s.send_raw(format!("{note}\n").as_bytes());
+        let line = s.wait_stderr("FIXTURE-NOTIFICATION");
+        assert_eq!(
+            line,
+            format!("FIXTURE-NOTIFICATION {note}"),
+            "not byte for byte"
+        );
+    }
+}

@@ -125,7 +125,13 @@ pub fn resolve_settings(
         allow_write: args.allow_write.clone(),
         ..Default::default()
     };
-    let derived = crate::policy::derive_scope(&inputs).map_err(|e| {
+    // Only the variables the jail passes through can name paths the server will use.
+    let kept_env: Vec<(String, String)> = args
+        .env_keep
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.clone(), v)))
+        .collect();
+    let derived = crate::policy::derive_scope_with_env(&inputs, &kept_env).map_err(|e| {
         super::UserError::new(format!("cannot derive the scope for `{name}`: {e}"))
             .with_hint("check the --policy file and the --allow-read/--allow-write paths")
     })?;
@@ -144,6 +150,12 @@ pub fn resolve_settings(
         cwd,
         home,
         scope,
+        read_only_tools: derived
+            .tools
+            .iter()
+            .filter(|(_, t)| t.read_only)
+            .map(|(name, _)| name.clone())
+            .collect(),
         jail: crate::sandbox::JailOptions {
             disabled: args.no_jail,
             require_full: args.require_full,

@@ -10,7 +10,10 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use crate::policy::{find_path_arguments, resolve, Access, ResolveContext, Scope, ToolInfo};
+use crate::policy::{
+    access_for, check_argument_with, scan_arguments, Access, ArgumentDenial, DenyReason, Detection,
+    PathArgument, ResolveContext, Scope, ToolInfo,
+};
 
 /// One path the call would touch.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -51,26 +54,35 @@ impl Verdict {
     }
 }
 
-/// Check a `tools/call`: `tool` is what `tools/list` taught us (`None`: value heuristics only).
+/// Check a `tools/call`: `tool` is what `tools/list` taught us (`None`: value heuristics only);
+/// `forced_read_only` is a policy file's `[tools.NAME] read_only = true`.
 pub fn check_tool_call(
     scope: &Scope,
     ctx: &ResolveContext,
     tool: Option<&ToolInfo>,
+    forced_read_only: bool,
     arguments: &Value,
 ) -> Verdict {
-    // A read-only tool only ever gets read scope. Any other tool may write through any path
-    // argument it has, so it needs write scope for each: the schema does not say which
-    // arguments a tool only reads.
-    let access = match tool {
-        Some(t) if t.read_only => Access::Read,
-        _ => Access::Write,
-    };
+    // A read-only tool only ever gets read scope; any other tool may write through any path
+    // argument it has (the schema does not say which ones it only reads), so it needs write
+    // scope for each. The rule lives in the policy module so every checker applies it alike.
+    let access = access_for(tool, forced_read_only);
     let mut verdict = Verdict {
         paths: Vec::new(),
         refusal: None,
     };
-    for arg in find_path_arguments(tool, arguments) {
-        let outcome = check_one(scope, ctx, &arg.pointer, &arg.value, access);
+    let args = match scan_arguments(tool, arguments) {
+        Ok(args) => args,
+        Err(too_complex) => {
+            // Past the walker's caps something would go unchecked: refuse the whole call.
+            verdict.refusal = Some(unjudgeable(format!(
+                "the arguments are too complex to check ({too_complex})"
+            )));
+            return verdict;
+        }
+    };
+    for arg in &args {
+        let outcome = check_one(scope, ctx, arg, access);
         verdict.paths.push(outcome.0);
         if verdict.refusal.is_none() {
             verdict.refusal = outcome.1;
@@ -81,7 +93,12 @@ pub fn check_tool_call(
 
 /// Check a `resources/read` of a `file://` URI (read access).
 pub fn check_resource_read(scope: &Scope, ctx: &ResolveContext, uri: &str) -> Verdict {
-    let (path, refusal) = check_one(scope, ctx, "uri", uri, Access::Read);
+    let arg = PathArgument {
+        pointer: "uri".into(),
+        value: uri.to_string(),
+        detection: Detection::Schema,
+    };
+    let (path, refusal) = check_one(scope, ctx, &arg, Access::Read);
     Verdict {
         paths: vec![path],
         refusal,
@@ -91,54 +108,52 @@ pub fn check_resource_read(scope: &Scope, ctx: &ResolveContext, uri: &str) -> Ve
 fn check_one(
     scope: &Scope,
     ctx: &ResolveContext,
-    argument: &str,
-    raw: &str,
+    arg: &PathArgument,
     access: Access,
 ) -> (CheckedPath, Option<Refusal>) {
     let mut checked = CheckedPath {
-        argument: argument.to_string(),
-        raw: raw.to_string(),
+        argument: arg.pointer.clone(),
+        raw: arg.value.clone(),
         resolved: None,
         access,
     };
-    let refusal = match resolve(raw, ctx) {
-        Err(err) => Some(Refusal {
-            argument: argument.to_string(),
-            path: raw.to_string(),
+    let refusal = match check_argument_with(scope, access, arg, ctx) {
+        Ok(path) => {
+            checked.resolved = Some(path);
+            None
+        }
+        Err(ArgumentDenial::Unresolvable { error, .. }) => Some(Refusal {
+            argument: arg.pointer.clone(),
+            path: arg.value.clone(),
             access,
-            reason: format!("the path cannot be checked: {err}"),
+            reason: format!("the path cannot be checked: {error}"),
             kind: "unresolvable",
             roots: scope.roots(access),
         }),
-        Ok(path) => {
-            checked.resolved = Some(path.clone());
-            match scope.check(&path, access) {
-                Ok(()) => None,
-                Err(denial) => {
-                    let (reason, kind) = match &denial.reason {
-                        crate::policy::DenyReason::OutsideScope => (
-                            format!("outside the allowed roots for {}", access_word(access)),
-                            "outside_scope",
-                        ),
-                        crate::policy::DenyReason::DeniedPattern(p) => (
-                            format!("matches the always-denied pattern `{p}`"),
-                            "denied_pattern",
-                        ),
-                        crate::policy::DenyReason::ReadOnlyTool => (
-                            "the tool is declared read-only and cannot write".to_string(),
-                            "read_only_tool",
-                        ),
-                    };
-                    Some(Refusal {
-                        argument: argument.to_string(),
-                        path: denial.path.display().to_string(),
-                        access: denial.access,
-                        reason,
-                        kind,
-                        roots: scope.roots(denial.access),
-                    })
-                }
-            }
+        Err(ArgumentDenial::Denied { denial, .. }) => {
+            checked.resolved = Some(denial.path.clone());
+            let (reason, kind) = match &denial.reason {
+                DenyReason::OutsideScope => (
+                    format!("outside the allowed roots for {}", access_word(access)),
+                    "outside_scope",
+                ),
+                DenyReason::DeniedPattern(p) => (
+                    format!("matches the always-denied pattern `{p}`"),
+                    "denied_pattern",
+                ),
+                DenyReason::ReadOnlyTool => (
+                    "the tool is declared read-only and cannot write".to_string(),
+                    "read_only_tool",
+                ),
+            };
+            Some(Refusal {
+                argument: arg.pointer.clone(),
+                path: denial.path.display().to_string(),
+                access: denial.access,
+                reason,
+                kind,
+                roots: scope.roots(denial.access),
+            })
         }
     };
     (checked, refusal)

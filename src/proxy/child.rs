@@ -20,6 +20,9 @@ pub struct ServerChild {
     pub stdout: FramedReader<ChildStdout>,
     pub stdout_eof: bool,
     pub status: Option<ExitStatus>,
+    /// The jail this server runs in. Kept as long as the server: it owns the private TMPDIR,
+    /// which is removed when it drops (after the server is reaped, as fields drop in order).
+    pub jail: Option<crate::sandbox::PreparedJail>,
 }
 
 impl ServerChild {
@@ -63,6 +66,7 @@ impl ServerChild {
             stdout: FramedReader::new(stdout, max_line),
             stdout_eof: false,
             status: None,
+            jail: None,
         })
     }
 

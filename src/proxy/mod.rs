@@ -50,6 +50,8 @@ pub struct ProxyConfig {
     pub cwd: PathBuf,
     pub home: Option<PathBuf>,
     pub scope: Scope,
+    /// Tools a policy file forces read-only (`[tools.NAME] read_only = true`).
+    pub read_only_tools: Vec<String>,
     pub jail: JailOptions,
     pub deny_as: DenyMode,
     pub max_line_bytes: usize,

@@ -140,6 +140,7 @@ where
             source: e,
         }
     })?;
+    child.jail = Some(jail);
     tracing::debug!(pid = child.pid, "server started");
 
     let (out_tx, out_rx) = mpsc::unbounded_channel::<Bytes>();
@@ -522,7 +523,8 @@ impl Router {
                 self.start_fetch(child);
                 return;
             }
-            let verdict = check::check_tool_call(&self.scope, &self.ctx, known, &arguments);
+            let forced = self.config.read_only_tools.iter().any(|t| t == name);
+            let verdict = check::check_tool_call(&self.scope, &self.ctx, known, forced, &arguments);
             (verdict, Some(name.to_string()), Some(arguments))
         } else {
             let Some(uri) = params.get("uri").and_then(Value::as_str) else {
@@ -729,7 +731,11 @@ impl Router {
         let result: Value = serde_json::from_str(result).ok()?;
         if let Some(tools) = result.get("tools").and_then(Value::as_array) {
             for tool in tools {
-                if let Some(info) = ToolInfo::from_tool(tool) {
+                if let Some(mut info) = ToolInfo::from_tool(tool) {
+                    // A policy file's read-only marking holds whatever the server says.
+                    if self.config.read_only_tools.contains(&info.name) {
+                        info.read_only = true;
+                    }
                     self.tools.insert(info.name.clone(), info);
                 } else if let Some(name) = tool.get("name").and_then(Value::as_str) {
                     // A tool we cannot read the schema of is judged by value heuristics.
@@ -811,7 +817,10 @@ impl Router {
                         layer.layer, layer.enforcement, layer.detail
                     ));
                 }
-                ServerChild::spawn(jail.command(), cfg.max_line_bytes).map_err(|e| e.to_string())
+                let mut child = ServerChild::spawn(jail.command(), cfg.max_line_bytes)
+                    .map_err(|e| e.to_string())?;
+                child.jail = Some(jail);
+                Ok(child)
             });
         let new_child = match spawned {
             Ok(c) => c,

@@ -27,7 +27,7 @@ mod linux;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::policy::Scope;
+use crate::policy::{Scope, ScopeSource};
 
 pub use explain::explain_start_failure;
 pub use report::KernelSupport;
@@ -205,11 +205,47 @@ pub fn prepare_with_env(
                 .map(|e| (e, GrantAccess::ReadExec, "scope (exec)")),
         );
     for (entry, access, why) in scope_grants {
-        let g = Grant {
+        // The jail's own runtime discovery is the authority for runtime paths: it is narrower
+        // than a prefix guess (`<prefix>/bin/server` must not open all of `<prefix>`, which for
+        // `~/.local/bin` or `~/.cargo/bin` would expose `~/.local/share` or cargo credentials).
+        if entry.source == ScopeSource::Runtime
+            && !grants.iter().any(|g| entry.path.starts_with(&g.path))
+        {
+            notes.push(format!(
+                "runtime path {} from the policy not granted: the jail's runtime discovery does not \
+                 need it (hint: --allow-read {} if the server does)",
+                entry.path.display(),
+                entry.path.display()
+            ));
+            continue;
+        }
+        let mut g = Grant {
             path: entry.path.clone(),
             access,
             why: why.into(),
         };
+        if access == GrantAccess::ReadWrite && !entry.path.is_dir() {
+            // Landlock grants existing inodes: a file that does not exist yet cannot be granted,
+            // and an existing one cannot be replaced atomically (write a temp sibling, rename)
+            // without rights on its directory. Grant the directory, unless that is too wide.
+            match entry.path.parent() {
+                Some(parent) if parent.is_dir() && !runtime::too_wide(parent, home.as_deref()) => {
+                    notes.push(format!(
+                        "write scope {} is a file: its directory {} is granted read-write (Landlock \
+                         cannot grant creating or atomically replacing a single file)",
+                        entry.path.display(),
+                        parent.display()
+                    ));
+                    g.path = parent.to_path_buf();
+                    g.why = format!("scope (write): directory of {}", entry.path.display());
+                }
+                _ => notes.push(format!(
+                    "write scope {} is a file in a directory too wide to grant: only the existing \
+                     file is writable; the server cannot create or atomically replace it",
+                    entry.path.display()
+                )),
+            }
+        }
         match &deny {
             Some(set) => grants.extend(carve::carve(g, set, &mut notes)),
             None => grants.push(g),
@@ -253,7 +289,15 @@ pub fn prepare_with_env(
         );
     }
     for note in &notes {
-        tracing::debug!("jail: {note}");
+        tracing::info!("jail: {note}");
+    }
+    for g in &grants {
+        tracing::debug!(
+            "jail grant: {:?} {} ({})",
+            g.access,
+            g.path.display(),
+            g.why
+        );
     }
 
     Ok(PreparedJail {

@@ -329,7 +329,7 @@ fn pyenv_versions(root: &Path, cwd: &Path, env: &DiscoverEnv<'_>) -> Vec<String>
 }
 
 /// Would granting `dir` expose too much (`/`, `$HOME` or an ancestor of it)?
-fn too_wide(dir: &Path, home: Option<&Path>) -> bool {
+pub(crate) fn too_wide(dir: &Path, home: Option<&Path>) -> bool {
     if dir == Path::new("/") || dir.components().count() < 2 {
         return true;
     }

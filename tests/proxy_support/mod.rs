@@ -103,7 +103,12 @@ impl Session {
             c
         } else {
             let mut c = Command::new(PROXY);
-            c.args(&opts.proxy_args).arg("--").arg(FIXTURE).arg(&scope);
+            c.args(&opts.proxy_args);
+            // The jail scrubs the server's environment: pass the fixture's knobs through.
+            for (k, _) in &opts.env {
+                c.arg("--env-keep").arg(k);
+            }
+            c.arg("--").arg(FIXTURE).arg(&scope);
             c
         };
         cmd.current_dir(&opts.cwd)
