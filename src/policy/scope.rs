@@ -124,9 +124,12 @@ impl Scope {
             Ok(set) => set,
             Err(bad) => return Some(bad),
         };
-        for candidate in path.ancestors() {
-            if let Some(&i) = set.matches(candidate).first() {
-                return Some(self.deny[i].clone());
+        for ancestor in path.ancestors() {
+            let candidate = globset::Candidate::new(ancestor);
+            // `is_match` does not allocate; look up which pattern only on a hit.
+            if set.is_match_candidate(&candidate) {
+                let i = set.matches_candidate(&candidate).first().copied()?;
+                return self.deny.get(i).cloned();
             }
         }
         None
