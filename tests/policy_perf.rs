@@ -60,4 +60,16 @@ fn per_call_policy_cost() {
         let _ = find_path_arguments(Some(&tool), &args);
     }
     eprintln!("detection alone: {:?} per call", t.elapsed() / n);
+    let raw = args["path"].as_str().unwrap();
+    let t = Instant::now();
+    for _ in 0..n {
+        let _ = mcpjail::policy::resolve(raw, &ctx);
+    }
+    eprintln!("resolve alone: {:?} per call", t.elapsed() / n);
+    let p = mcpjail::policy::resolve(raw, &ctx).unwrap();
+    let t = Instant::now();
+    for _ in 0..n {
+        let _ = derived.scope.check(&p, mcpjail::policy::Access::Read);
+    }
+    eprintln!("Scope::check alone: {:?} per call", t.elapsed() / n);
 }
