@@ -825,7 +825,7 @@ fn add_runtime_depth(runtime: &mut Vec<PathBuf>, p: &Path, home: Option<&Path>, 
     for candidate in [p.to_path_buf(), canonical.clone()] {
         roots.push(install_root(&candidate).unwrap_or_else(|| candidate.clone()));
     }
-    if let Some(prefix) = bin_prefix(&canonical) {
+    if let Some(prefix) = interpreter_prefix(&canonical) {
         roots.push(prefix);
     }
     for root in roots {
@@ -846,14 +846,39 @@ fn add_runtime_depth(runtime: &mut Vec<PathBuf>, p: &Path, home: Option<&Path>, 
     }
 }
 
-/// `<prefix>/bin/<program>` → `<prefix>`, unless the prefix is `/` (then nothing).
-fn bin_prefix(program: &Path) -> Option<PathBuf> {
+/// `<prefix>/bin/<interpreter>` → `<prefix>`, where the interpreter's standard library or
+/// bundled modules live — only for an interpreter (the names the jail's runtime discovery treats
+/// as one) whose prefix really is an install (`pyvenv.cfg`, `lib/pythonX.Y`, `lib/node_modules`).
+///
+/// Any other `<prefix>/bin/<program>` gives nothing: `~/.cargo/bin/server` must not report all
+/// of `~/.cargo` (with `credentials.toml`), nor `~/.local/bin/x` all of `~/.local`. Never `/`.
+fn interpreter_prefix(program: &Path) -> Option<PathBuf> {
     let bin = program.parent()?;
     if bin.file_name()? != "bin" {
         return None;
     }
     let prefix = bin.parent()?;
-    (prefix.parent().is_some()).then(|| prefix.to_path_buf())
+    prefix.parent()?;
+    let name = program.file_name()?.to_string_lossy();
+    let interpreter = name.starts_with("python")
+        || name.starts_with("pypy")
+        || matches!(&*name, "node" | "nodejs" | "bun" | "deno");
+    (interpreter && is_interpreter_install(prefix)).then(|| prefix.to_path_buf())
+}
+
+/// Does `prefix` hold an interpreter installation (a venv, a Python or Node prefix)?
+fn is_interpreter_install(prefix: &Path) -> bool {
+    if prefix.join("pyvenv.cfg").is_file() || prefix.join("lib/node_modules").is_dir() {
+        return true;
+    }
+    let Ok(entries) = std::fs::read_dir(prefix.join("lib")) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let n = e.file_name();
+        let n = n.to_string_lossy();
+        (n.starts_with("python") || n.starts_with("pypy")) && e.path().is_dir()
+    })
 }
 
 /// The interpreter of a `#!` script: its absolute path, or for `#!/usr/bin/env NAME` the
@@ -1209,7 +1234,8 @@ mod tests {
     fn shebang_interpreter_and_prefix_are_runtime() {
         let f = fx();
         std::fs::create_dir_all(f.root.join("py/bin")).unwrap();
-        std::fs::create_dir_all(f.root.join("py/lib")).unwrap();
+        // A real prefix: the standard library makes it an interpreter install.
+        std::fs::create_dir_all(f.root.join("py/lib/python3.12")).unwrap();
         std::fs::write(f.root.join("py/bin/python3"), "").unwrap();
         std::fs::write(
             f.root.join("venv/bin/mcp-server-x"),
