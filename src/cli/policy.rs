@@ -120,54 +120,12 @@ fn settings(source: &SourceArgs, command: &[String]) -> anyhow::Result<Settings>
     let home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from);
-    let name = source.name.clone().unwrap_or_else(|| server_name(command));
+    // The proxy's own default, so `--write` saves where the proxy looks.
+    let name = source
+        .name
+        .clone()
+        .unwrap_or_else(|| crate::proxy::default_name(command));
     Ok(Settings { name, cwd, home })
-}
-
-/// The label for a server command: the package an `npx`/`uvx` runs, the script an interpreter
-/// runs (without extension), else the program's file name. It must match the proxy's default
-/// so `--write` saves where the proxy looks.
-fn server_name(command: &[String]) -> String {
-    const LAUNCHERS: &[&str] = &[
-        "npx", "bunx", "pnpx", "uvx", "uv", "pipx", "node", "python", "python3", "deno", "bun",
-        "ruby", "perl", "sh", "bash", "env", "docker",
-    ];
-    let base = |s: &str| -> String {
-        let s = s.trim_end_matches('/');
-        let last = s.rsplit('/').next().unwrap_or(s);
-        let last = match last.rfind('@') {
-            Some(i) if i > 0 => &last[..i],
-            _ => last,
-        };
-        [".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".sh"]
-            .iter()
-            .find_map(|ext| last.strip_suffix(ext))
-            .unwrap_or(last)
-            .to_string()
-    };
-    let Some(program) = command.first() else {
-        return "server".into();
-    };
-    let prog = base(program);
-    if LAUNCHERS
-        .iter()
-        .any(|l| prog == *l || prog.starts_with("python3."))
-    {
-        for arg in &command[1..] {
-            if arg.starts_with('-') || arg == "run" || arg == "tool" || arg == "x" {
-                continue;
-            }
-            let name = base(arg);
-            if !name.is_empty() {
-                return name;
-            }
-        }
-    }
-    if prog.is_empty() {
-        "server".into()
-    } else {
-        prog
-    }
 }
 
 fn derive(source: &SourceArgs, command: &[String], s: &Settings) -> anyhow::Result<Derived> {

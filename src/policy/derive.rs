@@ -309,14 +309,7 @@ pub fn derive_scope_with_env(
                     path: resolved,
                     source: ScopeSource::PolicyFile(path.clone()),
                 };
-                push_entry(
-                    if write {
-                        &mut scope.write
-                    } else {
-                        &mut scope.read
-                    },
-                    entry,
-                );
+                push_read_or_write(&mut scope, write, entry);
             }
         }
     }
@@ -390,14 +383,7 @@ pub fn derive_scope_with_env(
                 path: resolved,
                 source: ScopeSource::Flag,
             };
-            push_entry(
-                if write {
-                    &mut scope.write
-                } else {
-                    &mut scope.read
-                },
-                entry,
-            );
+            push_read_or_write(&mut scope, write, entry);
         }
     }
 
@@ -418,6 +404,18 @@ pub fn derive_scope_with_env(
 
 fn canonical_eq(a: &Path, b: &Path) -> bool {
     std::fs::canonicalize(a).map(|a| a == b).unwrap_or(a == b)
+}
+
+/// Add `entry` to the write scope or, when `write` is false, to the read scope.
+fn push_read_or_write(scope: &mut Scope, write: bool, entry: ScopeEntry) {
+    push_entry(
+        if write {
+            &mut scope.write
+        } else {
+            &mut scope.read
+        },
+        entry,
+    );
 }
 
 fn push_entry(list: &mut Vec<ScopeEntry>, entry: ScopeEntry) {
