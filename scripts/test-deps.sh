@@ -3,7 +3,11 @@
 # versions, into .test-env/ at the repo root:
 #
 #   .test-env/node/  npm ci from tests/js/package.json + package-lock.json
-#                    (@modelcontextprotocol/sdk, server-filesystem, server-memory)
+#                    (@modelcontextprotocol/sdk, server-filesystem, server-memory, and
+#                    @anthropic-ai/sandbox-runtime `srt` for the srt export test)
+#
+# srt also needs Debian's bubblewrap, socat and ripgrep: installed with apt-get when one of
+# `bwrap socat rg` is missing (CI runs this as root).
 #   .test-env/py/    venv with the Python `mcp` SDK (client), from tests/py/requirements.txt
 #   .test-env/git/   venv with `mcp-server-git`, from tests/py/git-requirements.txt
 #
@@ -52,6 +56,21 @@ print(sys.version, sys.executable)
     no-venv*) die "$PYTHON cannot create venvs; hint: install the venv module (Debian: python3-venv)" ;;
     *) die "$PYTHON failed to start: $python_id" ;;
 esac
+# srt (tests/policy_srt.rs) runs its sandbox with bubblewrap and needs socat and ripgrep.
+install_srt_system_deps() {
+    if command -v bwrap >/dev/null 2>&1 && command -v socat >/dev/null 2>&1 && command -v rg >/dev/null 2>&1; then
+        return
+    fi
+    local hint="hint: install bubblewrap socat ripgrep with your package manager (srt needs them)"
+    command -v apt-get >/dev/null 2>&1 || die "bwrap, socat or rg is missing and apt-get is not available; $hint"
+    [ "$(id -u)" = 0 ] || die "bwrap, socat or rg is missing and installing them needs root; $hint (sudo apt-get install bubblewrap socat ripgrep)"
+    say "apt: installing bubblewrap socat ripgrep (for srt)"
+    apt-get update -qq || die "apt-get update failed; $hint"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap socat ripgrep ||
+        die "apt-get install bubblewrap socat ripgrep failed; $hint"
+}
+install_srt_system_deps
+
 mkdir -p "$ENV_DIR"
 # Two test runs in one checkout (or a test invoking this script) must not install concurrently.
 exec 9>"$ENV_DIR/.lock"
@@ -80,7 +99,7 @@ install_node() {
     local stamp
     stamp="$(stamp_of "node $(node --version)" "$js/package.json" "$js/package-lock.json")"
     local bins=("$dir/node_modules/.bin/mcp-server-filesystem" "$dir/node_modules/.bin/mcp-server-memory"
-        "$dir/node_modules/@modelcontextprotocol/sdk/package.json")
+        "$dir/node_modules/@modelcontextprotocol/sdk/package.json" "$dir/node_modules/.bin/srt")
     if up_to_date "$dir" "$stamp" "${bins[@]}"; then
         say "node: up to date"
         return
@@ -140,7 +159,8 @@ if [ "$changed" = 1 ] || [ ! -s "$summary" ]; then
     {
         echo "  node $(node --version): @modelcontextprotocol/sdk $(node_ver @modelcontextprotocol/sdk)," \
             "server-filesystem $(node_ver @modelcontextprotocol/server-filesystem)," \
-            "server-memory $(node_ver @modelcontextprotocol/server-memory)"
+            "server-memory $(node_ver @modelcontextprotocol/server-memory)," \
+            "sandbox-runtime $(node_ver @anthropic-ai/sandbox-runtime)"
         echo "  py   $("$ENV_DIR/py/bin/python" --version 2>&1): mcp $(py_ver py mcp)"
         echo "  git  $("$ENV_DIR/git/bin/python" --version 2>&1): mcp-server-git $(py_ver git mcp-server-git)" \
             "(mcp $(py_ver git mcp)), $(git --version)"

@@ -3,10 +3,10 @@
 //! scope is blocked by srt (the fixture server checks nothing itself). Control: the same call
 //! without srt reads the file.
 //!
-//! Needs `srt` (npm `@anthropic-ai/sandbox-runtime`) and Debian's bubblewrap, socat and
-//! ripgrep. The test finds srt at `$MCPJAIL_SRT` or `.test-env/node/node_modules/.bin/srt`.
-//! It is ignored by default until the test environment installs srt; run it with
-//! `MCPJAIL_SRT=/path/to/srt cargo test --test policy_srt -- --ignored`.
+//! Needs `srt` (npm `@anthropic-ai/sandbox-runtime`, pinned in tests/js/package.json) and
+//! Debian's bubblewrap, socat and ripgrep; `scripts/test-deps.sh` installs all four. The test
+//! finds srt at `$MCPJAIL_SRT` or `.test-env/node/node_modules/.bin/srt` and fails (does not
+//! skip) when it or the Debian tools are missing.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -22,10 +22,20 @@ fn srt() -> PathBuf {
         });
     assert!(
         p.exists(),
-        "srt not found at {}: install @anthropic-ai/sandbox-runtime (and apt bubblewrap socat ripgrep) \
-         or set MCPJAIL_SRT",
+        "srt not found at {}\nhint: run scripts/test-deps.sh (installs @anthropic-ai/sandbox-runtime \
+         and apt bubblewrap socat ripgrep), or set MCPJAIL_SRT",
         p.display()
     );
+    // srt itself needs these on PATH; without them it fails in ways that look like a bad export.
+    for tool in ["bwrap", "socat", "rg"] {
+        let found = std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(tool).is_file()));
+        assert!(
+            found,
+            "{tool} is not on PATH but srt needs it\nhint: run scripts/test-deps.sh as root \
+             (apt-get install bubblewrap socat ripgrep)"
+        );
+    }
     p
 }
 
@@ -75,7 +85,6 @@ fn read_files(mut cmd: Command, paths: &[&Path]) -> Vec<(bool, String)> {
 }
 
 #[test]
-#[ignore = "needs srt + bubblewrap/socat/ripgrep; see the module docs"]
 fn exported_srt_settings_block_an_out_of_scope_read() {
     let srt = srt();
     let fixture = env!("CARGO_BIN_EXE_mcpjail-fixture-files");
