@@ -26,6 +26,7 @@ use super::check::{self, Refusal, Verdict};
 use super::child::{exit_code, ServerChild};
 use super::framing::{Frame, FramedReader};
 use super::message::{self, code, Envelope, Malformed};
+use super::pinning::Pinning;
 use super::{DenyMode, ProxyConfig, ProxyError};
 use crate::policy::{ResolveContext, Scope, ToolInfo};
 
@@ -99,6 +100,8 @@ struct Router {
     respawn: Option<Scope>,
     /// Our tools/list fetch was cut short by a respawn: redo it once the new server is ready.
     refetch_after_replay: bool,
+    /// Tool pins (`--pin`): fed by every tools/list page, consulted by tools/call.
+    pinning: Pinning,
 }
 
 /// Run the proxy over the given client streams until the session ends; the result is the exit
@@ -161,6 +164,7 @@ where
             home: config.home.clone(),
         },
         scope: config.scope.clone(),
+        pinning: Pinning::new(config.pin, &config.name, config.home.clone()),
         config,
         log,
         out: out_tx,
@@ -524,7 +528,13 @@ impl Router {
                 return;
             }
             let forced = self.config.read_only_tools.iter().any(|t| t == name);
-            let verdict = check::check_tool_call(&self.scope, &self.ctx, known, forced, &arguments);
+            let verdict = match self.pinning.refusal(name) {
+                Some(refusal) => Verdict {
+                    paths: Vec::new(),
+                    refusal: Some(refusal),
+                },
+                None => check::check_tool_call(&self.scope, &self.ctx, known, forced, &arguments),
+            };
             (verdict, Some(name.to_string()), Some(arguments))
         } else {
             let Some(uri) = params.get("uri").and_then(Value::as_str) else {
@@ -698,6 +708,9 @@ impl Router {
     }
 
     fn fetch_page(&mut self, cursor: Option<Value>, child: &mut ServerChild) {
+        if cursor.is_none() {
+            self.pinning.begin_own_listing();
+        }
         let id = self.next_own_id();
         let mut params = serde_json::Map::new();
         if let Some(cursor) = cursor {
@@ -727,9 +740,13 @@ impl Router {
         }
     }
 
-    fn learn_tools(&mut self, result: &str) -> Option<Value> {
+    /// Learn one `tools/list` page (`own`: the proxy's fetch, else the client's request).
+    fn learn_tools(&mut self, result: &str, own: bool) -> Option<Value> {
         let result: Value = serde_json::from_str(result).ok()?;
+        let next = result.get("nextCursor").filter(|c| !c.is_null()).cloned();
         if let Some(tools) = result.get("tools").and_then(Value::as_array) {
+            self.pinning
+                .observe_page(tools, own, next.is_none(), &self.log);
             for tool in tools {
                 if let Some(mut info) = ToolInfo::from_tool(tool) {
                     // A policy file's read-only marking holds whatever the server says.
@@ -744,7 +761,7 @@ impl Router {
             }
             self.tools_learned = true;
         }
-        result.get("nextCursor").filter(|c| !c.is_null()).cloned()
+        next
     }
 
     // ---------------------------------------------------------------- client roots
@@ -917,7 +934,7 @@ impl Router {
             match own {
                 Own::ToolsList => {
                     let next = match env.result {
-                        Some(result) => self.learn_tools(result.get()),
+                        Some(result) => self.learn_tools(result.get(), true),
                         None => {
                             tracing::warn!("the server refused the proxy's tools/list; judging calls by their values");
                             self.fetch_failed = true;
@@ -955,11 +972,15 @@ impl Router {
         }
         let pending = self.pending.remove(&key);
         let discover_done = matches!(&pending, Some(p) if p.kind == Kind::Discover);
+        let mut pinned_listing = None;
         if let Some(p) = pending {
             if p.kind == Kind::ToolsList {
                 if let Some(result) = env.result {
-                    let _ = self.learn_tools(result.get());
+                    let _ = self.learn_tools(result.get(), false);
                 }
+                // --pin block: the only server message the proxy rewrites, and only when a
+                // changed tool must be hidden (see Pinning::hide_unapproved).
+                pinned_listing = self.pinning.hide_unapproved(Frame::content(&line));
             }
             if let Some(mut rec) = p.record {
                 rec.latency = p.started.elapsed();
@@ -970,7 +991,9 @@ impl Router {
                 self.log.record(&rec);
             }
         }
-        let _ = self.out.send(terminated(line));
+        let _ = self
+            .out
+            .send(pinned_listing.unwrap_or_else(|| terminated(line)));
         if discover_done && !self.saw_initialize && !self.tools_learned {
             self.start_fetch(child);
         }
