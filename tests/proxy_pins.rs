@@ -310,6 +310,10 @@ fn block_hides_and_refuses_the_changed_tool_until_approved() {
         r["result"]["_meta"]["mcpjail/denial"]["kind"],
         json!("pin_changed")
     );
+    assert!(
+        r["result"].get("resultType").is_none(),
+        "an older-era result: {r}"
+    );
     assert_eq!(
         calls_reaching_server(&mut s, TOOL),
         1,
@@ -403,4 +407,34 @@ fn block_with_an_unusable_name_refuses_to_start() {
     let line = saw(&mut s, "--pin block cannot work");
     assert!(line.contains("../escape"), "{line}");
     saw(&mut s, "hint:");
+}
+
+#[test]
+fn block_refusal_is_a_complete_result_in_the_stateless_era() {
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    let e = Env::new();
+    let mut s = e.proxy(&["--name", "fx", "--pin", "block"], &[]);
+    let mut id = 0;
+    let mut req = |s: &mut Session, method: &str, mut params: Value| {
+        id += 1;
+        params["_meta"] = meta.clone();
+        s.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        s.response_to(&json!(id))
+    };
+    req(&mut s, "server/discover", json!({}));
+    let r = req(&mut s, "tools/list", json!({}));
+    assert!(description(r["result"]["tools"].as_array().unwrap(), TOOL).is_some());
+    let r = req(&mut s, "tools/call", json!({"name": TOOL, "arguments": {}}));
+    assert_eq!(result_text(&r), "tool list changed", "{r}");
+    let r = req(&mut s, "tools/list", json!({}));
+    assert_eq!(
+        description(r["result"]["tools"].as_array().unwrap(), TOOL),
+        None,
+        "{r}"
+    );
+    let r = req(&mut s, "tools/call", json!({"name": TOOL, "arguments": {}}));
+    assert!(is_denial(&r), "{r}");
+    assert_eq!(r["result"]["resultType"], json!("complete"), "{r}");
+    assert_eq!(calls_reaching_server(&mut s, TOOL), 1);
 }

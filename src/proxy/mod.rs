@@ -12,11 +12,13 @@
 //! * [`audit`] — `--log` lines and `--log-file` JSON lines, with secrets redacted;
 //! * `child` — the server process behind the jail; [`stdio`] — our stdin/stdout on the reactor;
 //! * [`pinning`] — tool pins: changed tools reported, hidden and refused (`--pin`);
+//! * `era` — what the proxy's own results must carry in each protocol era;
 //! * `router` — the connection: both directions, learning, holding, lifecycle.
 
 pub mod audit;
 pub mod check;
 mod child;
+mod era;
 pub mod framing;
 pub mod message;
 pub mod pinning;

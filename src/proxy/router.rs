@@ -563,7 +563,17 @@ impl Router {
         let record = self.record_for(&raw_id, kind, tool, &verdict, arguments);
         match verdict.refusal {
             None => self.forward_request(line, env, kind, started, record, child),
-            Some(refusal) => self.answer_denial(raw_id.as_deref(), &refusal, kind, started, record),
+            Some(refusal) => {
+                let stateless = super::era::is_stateless(&params);
+                self.answer_denial(
+                    raw_id.as_deref(),
+                    &refusal,
+                    kind,
+                    started,
+                    record,
+                    stateless,
+                )
+            }
         }
     }
 
@@ -635,6 +645,7 @@ impl Router {
         kind: Kind,
         started: Instant,
         record: Option<CallRecord>,
+        stateless: bool,
     ) {
         tracing::info!("denied: {}", refusal.text());
         let Some(id) = raw_id else {
@@ -642,7 +653,10 @@ impl Router {
             return;
         };
         let line = if kind == Kind::ToolsCall && self.config.deny_as == DenyMode::Result {
-            message::result_line(id, refusal.as_tool_result())
+            message::result_line(
+                id,
+                super::era::own_result(refusal.as_tool_result(), stateless),
+            )
         } else {
             message::error_line(
                 Some(id),
