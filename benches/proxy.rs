@@ -89,6 +89,8 @@ struct Figures {
     calls_wall: Duration,
     big_wall: Duration,
     rss_kib: Option<u64>,
+    /// Peak RSS after the 10 000 calls, before the 10 MiB result.
+    rss_calls_kib: Option<u64>,
 }
 
 fn measure(cmd: Command) -> Figures {
@@ -111,6 +113,7 @@ fn measure(cmd: Command) -> Figures {
     }
     let calls_wall = start.elapsed();
     lat.sort_unstable();
+    let rss_calls_kib = s.peak_rss_kib();
     let big_req = format!(
         r#"{{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{{"name":"big","arguments":{{"bytes":{BIG}}}}}}}"#
     );
@@ -126,6 +129,7 @@ fn measure(cmd: Command) -> Figures {
         calls_wall,
         big_wall,
         rss_kib,
+        rss_calls_kib,
     }
 }
 
@@ -171,10 +175,11 @@ fn main() {
         let added = p.median.as_secs_f64() * 1e6 - d.median.as_secs_f64() * 1e6;
         let ratio = p.calls_wall.as_secs_f64() / d.calls_wall.as_secs_f64();
         let big_ratio = p.big_wall.as_secs_f64() / d.big_wall.as_secs_f64();
-        let rss = p
-            .rss_kib
-            .map(|k| format!("{:.1}MiB", k as f64 / 1024.0))
-            .unwrap_or_else(|| "?".into());
+        let mib = |k: Option<u64>| {
+            k.map(|k| format!("{:.1}MiB", k as f64 / 1024.0))
+                .unwrap_or_else(|| "?".into())
+        };
+        let rss = mib(p.rss_kib);
         println!(
             "{:<18} {:>8}µs {:>8}µs {:>8.1}µs {:>10}ms {:>9.3}x {:>8}ms {:>8.3}x {:>12}",
             name,
@@ -188,6 +193,10 @@ fn main() {
             rss
         );
         let rss_ok = p.rss_kib.is_some_and(|k| k <= 15 * 1024);
+        println!(
+            "  proxy peak RSS after the 10 000 calls (before the 10 MiB result): {}",
+            mib(p.rss_calls_kib)
+        );
         println!(
             "  targets: added ≤ 50µs {} | 10k ratio ≤ 1.15 {} | 10MiB ratio ≤ 1.3 {} | RSS ≤ 15MiB {}",
             verdict(added <= 50.0),

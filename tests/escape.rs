@@ -12,6 +12,8 @@
 //!
 //! Run with `cargo test --test escape -- --nocapture` to see the tables.
 
+#![cfg(target_os = "linux")]
+
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -61,7 +63,7 @@ const ATTEMPTS: &[(&str, &str)] = &[
     ("TCP bind", "tcp_bind"),
     ("UDP send to loopback", "udp_send"),
     ("abstract UNIX socket connect", "abstract_unix_connect"),
-    ("signal the parent (SIGUSR1)", "signal_parent"),
+    ("signal the parent (USR1; URG via proxy)", "signal_parent"),
     ("ptrace the parent", "ptrace_parent"),
     ("read /proc/<parent>/environ", "parent_environ"),
     ("open via /proc/self/root/...", "proc_self_root"),

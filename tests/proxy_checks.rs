@@ -398,3 +398,45 @@ fn resources_read_of_file_uris_is_checked() {
     assert_eq!(reads.len(), 1, "{reads:?}");
     let _: Value = json!(null);
 }
+
+#[test]
+fn big_results_pass_through_byte_for_byte_and_are_logged() {
+    let t = Tree::new();
+    let audit = t.root().join("audit.jsonl");
+    let mut direct = Session::start(
+        &t,
+        Opts {
+            direct: true,
+            ..Opts::new(&t)
+        },
+    );
+    direct.initialize();
+    let mut opts = Opts::new(&t);
+    opts.proxy_args = vec!["--log-file".into(), audit.display().to_string()];
+    let mut s = Session::start(&t, opts);
+    s.initialize();
+    // 3 MiB: far over the proxy's streaming threshold, so it is forwarded piecewise.
+    let req = json!({"jsonrpc": "2.0", "id": "big", "method": "tools/call",
+                     "params": {"name": "big", "arguments": {"bytes": 3 * 1024 * 1024}}});
+    direct.send(&req);
+    let want = direct.recv_raw();
+    s.send(&req);
+    let got = s.recv_raw();
+    assert_eq!(got.len(), want.len());
+    assert!(
+        got == want,
+        "the big result changed on its way through the proxy"
+    );
+    // The next message is framed correctly after a streamed one.
+    let r = s.call("echo", json!({"text": "after"}));
+    assert_eq!(result_text(&r), "after");
+    s.close_stdin();
+    assert_eq!(s.wait_exit(), 0);
+    let log = std::fs::read_to_string(&audit).unwrap();
+    let entry: Value = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["tool"] == json!("big"))
+        .expect("a log entry for the big call");
+    assert_eq!(entry["result_bytes"], json!(want.len() + 1), "{entry}");
+}

@@ -518,7 +518,8 @@ fn server_git_typescript_client() {
 // ---------------------------------------------------------------------------------------------
 // Client roots: the server's roots/list request crosses the proxy to the real client and the
 // answer gets back (server→client requests pass through). server-filesystem replaces its
-// allowed directories with the client's roots, so its own listing shows whether they arrived.
+// allowed directories with the client's roots, so its own listing shows whether they arrived;
+// and the proxy narrows its own scope to those roots (a call outside them is its refusal).
 
 fn roots_pair(client: Client) {
     let tree = Tree::new();
@@ -563,14 +564,16 @@ fn roots_pair(client: Client) {
         run.label
     );
     assert_eq!(run.ok_text(2), "beta");
-    // Outside the roots: refused (by the server today; by the proxy too once it narrows to roots).
-    assert!(
-        run.is_error(3),
-        "{}: a.txt is outside the client's roots: {}",
-        run.label,
-        run.text(3)
+    // Outside the client's roots (though inside the server's argv scope): the proxy narrows its
+    // scope to the roots, so it refuses the call itself.
+    let a = tree.p("scope/a.txt");
+    assert_proxy_denied(&run, 3, "outside the client's roots", &a, &a);
+    assert_eq!(
+        run.denial(3).unwrap()["roots"],
+        json!([sub]),
+        "{}: the denial names the narrowed roots",
+        run.label
     );
-    assert!(!run.text(3).contains("alpha"));
 }
 
 #[test]
@@ -648,4 +651,62 @@ fn modern_era_python_client_server_git() {
             "a 2026-07-28 result names its type"
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// `--deny-as error`: the refusal is a JSON-RPC error, and both SDKs surface it with its data.
+
+fn deny_as_error(client: Client) {
+    let tree = Tree::new();
+    let server = vec![FIXTURE.to_string(), tree.scope()];
+    let secret = tree.p("outside/secret.txt");
+    let script = json!({"steps": [
+        call("read_file", json!({"path": tree.p("scope/a.txt")})),
+        call("read_file", json!({"path": format!("{}/../outside/secret.txt", tree.scope())})),
+    ]});
+    let run = run_client(
+        client,
+        "fixture --deny-as error",
+        &proxied(&["--deny-as", "error"], &server),
+        &script,
+        &env(&tree),
+        &tree.path("scope"),
+    );
+    assert_eq!(run.ok_text(0), "alpha");
+    let err = run
+        .error(1)
+        .unwrap_or_else(|| panic!("{}: no JSON-RPC error: {:?}", run.label, run.steps[1]));
+    assert!(err["code"].as_i64().is_some_and(|c| c < 0), "{err}");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&secret),
+        "{err}"
+    );
+    assert_eq!(
+        err["data"]["mcpjail/denial"]["path"],
+        secret.as_str(),
+        "{err}"
+    );
+    let reached: Vec<String> = run
+        .fixture_calls()
+        .iter()
+        .map(|c| c["arguments"]["path"].to_string())
+        .collect();
+    assert_eq!(
+        reached,
+        [json!(tree.p("scope/a.txt")).to_string()],
+        "only the allowed call reached the fixture"
+    );
+}
+
+#[test]
+fn deny_as_error_python_client() {
+    deny_as_error(Client::Py);
+}
+
+#[test]
+fn deny_as_error_typescript_client() {
+    deny_as_error(Client::Ts);
 }

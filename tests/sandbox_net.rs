@@ -3,6 +3,8 @@
 //! suite's TCP rows are already stopped by seccomp at `socket()`), and that `--allow-net` really
 //! turns the network rules off.
 
+#![cfg(target_os = "linux")]
+
 use std::ffi::OsString;
 
 use mcpjail::policy::{NetRules, Scope, ScopeEntry, ScopeSource};

@@ -1,6 +1,8 @@
 //! The jail says what it enforces, refuses `--require-full` when it cannot, and explains a
 //! server that died at start-up because of it.
 
+#![cfg(target_os = "linux")]
+
 use std::ffi::OsString;
 use std::path::PathBuf;
 

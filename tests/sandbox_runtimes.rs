@@ -6,6 +6,8 @@
 //! `tools/call` of `read` that reads a path and answers ESCAPED/BLOCKED. Each is run as a control
 //! (`--no-jail`) and jailed; each run is a fresh child process.
 
+#![cfg(target_os = "linux")]
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -92,11 +94,22 @@ fn home_canaries() -> Canaries {
 
 /// Run `command` (jailed or not) in `scope_dir`, initialize, then read each of `paths`.
 async fn run(command: &[String], scope_dir: &Path, jailed: bool, paths: &[PathBuf]) -> Vec<String> {
+    run_with_deny(command, scope_dir, jailed, paths, &[]).await
+}
+
+async fn run_with_deny(
+    command: &[String],
+    scope_dir: &Path,
+    jailed: bool,
+    paths: &[PathBuf],
+    deny: &[&str],
+) -> Vec<String> {
     let scope = Scope {
         write: vec![ScopeEntry {
             path: scope_dir.to_path_buf(),
             source: ScopeSource::Flag,
         }],
+        deny: deny.iter().map(|d| d.to_string()).collect(),
         ..Scope::default()
     };
     let opts = JailOptions {
@@ -247,4 +260,36 @@ async fn node_script_runs_jailed_and_cannot_read_home() {
         script.to_string_lossy().into_owned(),
     ];
     check_runtime(cmd, &scope).await;
+}
+
+/// Landlock cannot deny a file inside an allowed directory; the jail carves denied names out by
+/// granting the directory list-only and its other entries one by one.
+#[tokio::test]
+async fn denied_names_inside_the_scope_are_carved_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let scope = std::fs::canonicalize(dir.path()).unwrap();
+    let tok = token();
+    std::fs::write(scope.join(".env"), format!("API_KEY={tok}")).unwrap();
+    std::fs::write(scope.join("notes.txt"), "in scope").unwrap();
+    std::fs::create_dir(scope.join("sub")).unwrap();
+    std::fs::write(scope.join("sub/deep.txt"), "deeper").unwrap();
+    let cmd = vec![
+        "/usr/bin/python3".to_string(),
+        "-c".to_string(),
+        PY_SERVER.to_string(),
+    ];
+    let paths = vec![
+        scope.join("notes.txt"),
+        scope.join("sub/deep.txt"),
+        scope.join(".env"),
+    ];
+    let deny = ["**/.env*"];
+    let control = run_with_deny(&cmd, &scope, false, &paths, &deny).await;
+    let jailed = run_with_deny(&cmd, &scope, true, &paths, &deny).await;
+    println!("control: {control:?}\njailed:  {jailed:?}");
+    assert!(control[2].contains(&tok), "control reads .env: {control:?}");
+    assert_eq!(jailed[0], "ESCAPED: in scope");
+    assert_eq!(jailed[1], "ESCAPED: deeper");
+    assert!(jailed[2].starts_with("BLOCKED"), "{jailed:?}");
+    assert!(!jailed[2].contains(&tok));
 }

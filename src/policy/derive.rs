@@ -580,11 +580,12 @@ enum Launcher {
     /// `sh [opts] script args`; `-c` means no script.
     Shell,
     /// `deno run [opts] script`, `uv run [opts] script`, `pnpm dlx pkg`: a subcommand first.
-    SubcommandThen(Launcher2),
+    SubcommandThen(SubcommandKind),
 }
 
+/// What follows a launcher's subcommand: a script (`uv run x.py`) or a package (`pnpm dlx pkg`).
 #[derive(Clone, Copy)]
-enum Launcher2 {
+enum SubcommandKind {
     Script,
     Package,
 }
@@ -600,8 +601,8 @@ fn launcher_for(program: &str) -> Launcher {
         "node" | "nodejs" | "bun" | "tsx" | "ts-node" => Launcher::Node,
         "npx" | "bunx" | "uvx" | "pipx" => Launcher::PackageRunner,
         "sh" | "bash" | "dash" | "zsh" => Launcher::Shell,
-        "deno" | "uv" => Launcher::SubcommandThen(Launcher2::Script),
-        "pnpm" | "yarn" | "npm" => Launcher::SubcommandThen(Launcher2::Package),
+        "deno" | "uv" => Launcher::SubcommandThen(SubcommandKind::Script),
+        "pnpm" | "yarn" | "npm" => Launcher::SubcommandThen(SubcommandKind::Package),
         _ if is_python => Launcher::Python,
         _ => Launcher::Native,
     }
@@ -679,8 +680,8 @@ fn split_launcher_args(launcher: Launcher, args: &[String]) -> LauncherSplit {
                 i = 1;
             }
             match kind {
-                Launcher2::Script => Launcher::Node,
-                Launcher2::Package => Launcher::PackageRunner,
+                SubcommandKind::Script => Launcher::Node,
+                SubcommandKind::Package => Launcher::PackageRunner,
             }
         }
         other => other,
@@ -694,7 +695,8 @@ fn split_launcher_args(launcher: Launcher, args: &[String]) -> LauncherSplit {
         if !a.starts_with('-') || a == "-" {
             break;
         }
-        let inline_module = runner_is_python(runner) && a.starts_with("-m") && a.len() > 2;
+        let inline_module =
+            matches!(runner, Launcher::Python) && a.starts_with("-m") && a.len() > 2;
         let code_or_module = match runner {
             Launcher::Node => matches!(a, "-e" | "--eval" | "-p" | "--print"),
             Launcher::Python => matches!(a, "-c" | "-m") || inline_module,
@@ -727,10 +729,6 @@ fn split_launcher_args(launcher: Launcher, args: &[String]) -> LauncherSplit {
         runtime_args,
         server_args_start: i.min(args.len()),
     }
-}
-
-fn runner_is_python(l: Launcher) -> bool {
-    matches!(l, Launcher::Python)
 }
 
 fn analyse_command(command: &[String], ctx: &ResolveContext) -> CommandAnalysis {

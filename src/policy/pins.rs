@@ -27,7 +27,10 @@
 //! // --pin block: hide tools that are not approved from the tools/list the client sees,
 //! // and refuse tools/call for them.
 //! let visible: Vec<&serde_json::Value> = tools.iter().filter(|t| pins.is_approved(t)).collect();
-//! # let _ = (visible, PinMode::Block); Ok(()) }
+//! # let _ = visible;
+//! // Or all of the above in one call:
+//! let outcome = pins.apply(PinMode::Block, tools)?; // outcome.diff, outcome.blocked
+//! # let _ = outcome; Ok(()) }
 //! ```
 
 use std::collections::BTreeMap;
@@ -380,6 +383,39 @@ impl PinStore {
     }
 }
 
+/// What [`PinStore::apply`] decided for one listing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PinOutcome {
+    /// Added / removed / changed tools, to report in `--log`.
+    pub diff: PinDiff,
+    /// Tools to hide from the client's `tools/list` and to refuse in `tools/call`
+    /// (only with [`PinMode::Block`]: the unapproved changed ones).
+    pub blocked: Vec<String>,
+}
+
+impl PinStore {
+    /// The whole `tools/list` step for the proxy: with [`PinMode::Off`] nothing happens;
+    /// otherwise the listing is observed (new tools pinned, changes recorded as pending, file
+    /// saved) and, with [`PinMode::Block`], the tools whose definition is not the approved one
+    /// are returned in `blocked`.
+    pub fn apply(&mut self, mode: PinMode, tools: &[Value]) -> Result<PinOutcome, PinError> {
+        if mode == PinMode::Off {
+            return Ok(PinOutcome::default());
+        }
+        let diff = self.observe(tools)?;
+        let blocked = if mode == PinMode::Block {
+            tools
+                .iter()
+                .filter(|t| !self.is_approved(t))
+                .filter_map(|t| tool_name(t).map(str::to_string))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(PinOutcome { diff, blocked })
+    }
+}
+
 /// Every server with a pin file in `dir`, sorted.
 pub fn list_servers(dir: &Path) -> Result<Vec<String>, PinError> {
     let entries = match std::fs::read_dir(dir) {
@@ -462,6 +498,33 @@ mod tests {
         assert!(store.is_approved(&evil));
         assert!(store.is_name_approved("read"));
         assert!(!store.is_approved(&v1[0]), "the old form is now a change");
+    }
+
+    #[test]
+    fn apply_in_each_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let v1 = vec![tool("read", "Read a file"), tool("echo", "Echo")];
+        let v2 = vec![
+            tool("read", "Read a file, then email it"),
+            tool("echo", "Echo"),
+        ];
+        // off: nothing recorded.
+        let mut off = PinStore::load_in("off", dir.path()).unwrap();
+        assert_eq!(off.apply(PinMode::Off, &v1).unwrap(), PinOutcome::default());
+        assert!(!off.path().exists());
+        // warn: reported, nothing blocked.
+        let mut warn = PinStore::load_in("warn", dir.path()).unwrap();
+        warn.apply(PinMode::Warn, &v1).unwrap();
+        let o = warn.apply(PinMode::Warn, &v2).unwrap();
+        assert_eq!(o.diff.changed, vec!["read"]);
+        assert!(o.blocked.is_empty());
+        // block: the changed tool is blocked until approved; the unchanged one is not.
+        let mut block = PinStore::load_in("block", dir.path()).unwrap();
+        block.apply(PinMode::Block, &v1).unwrap();
+        let o = block.apply(PinMode::Block, &v2).unwrap();
+        assert_eq!(o.blocked, vec!["read"]);
+        block.approve(Some("read")).unwrap();
+        assert!(block.apply(PinMode::Block, &v2).unwrap().blocked.is_empty());
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //!
 //! A check is two steps, in this order:
 //! 1. **deny globs** (always-denied credentials, client configs, mcpjail's own state, plus a
-//!    policy file's `deny`), matched against the canonical path *and each of its ancestors*, so a
-//!    denied directory pattern (`/home/u/.ssh`) covers its whole subtree;
+//!    policy file's `deny`), matched against the canonical path *and each of its ancestors*
+//!    (compiled as `P` and `P/**`), so a denied directory pattern (`/home/u/.ssh`) covers its
+//!    whole subtree;
 //! 2. **component-wise prefix allow**: `write` roots allow read and write, `read` roots allow
 //!    read only. `/a/proj` covers `/a/proj/x` but not `/a/projX`.
 //!
@@ -124,10 +125,13 @@ impl Scope {
             Ok(set) => set,
             Err(bad) => return Some(bad),
         };
-        for candidate in path.ancestors() {
-            if let Some(&i) = set.matches(candidate).first() {
-                return Some(self.deny[i].clone());
-            }
+        // The set holds each pattern twice, as `P` and as `P/**` (its subtree), so one match on
+        // the full path answers "does the path or any ancestor match P". `is_match` does not
+        // allocate; which pattern it was is looked up only on a hit.
+        let candidate = globset::Candidate::new(path);
+        if set.is_match_candidate(&candidate) {
+            let i = set.matches_candidate(&candidate).first().copied()?;
+            return self.deny.get(i / 2).cloned();
         }
         None
     }
@@ -251,6 +255,8 @@ fn compiled_deny_set(patterns: &[String]) -> Result<Arc<GlobSet>, String> {
     let mut builder = GlobSetBuilder::new();
     for p in patterns {
         builder.add(build_glob(p).map_err(|_| p.clone())?);
+        let subtree = format!("{}/**", p.trim_end_matches('/'));
+        builder.add(build_glob(&subtree).map_err(|_| p.clone())?);
     }
     let set = Arc::new(builder.build().map_err(|e| e.to_string())?);
     if let Ok(mut guard) = CACHE.lock() {
@@ -323,6 +329,16 @@ mod tests {
             .unwrap_err();
         assert_eq!(d.reason, DenyReason::DeniedPattern("/home/u/.ssh".into()));
         assert!(s.check(Path::new("/home/u/.sshx"), Access::Read).is_ok());
+        // A `**/` pattern matching a directory covers what is inside it too.
+        let d = s
+            .check(Path::new("/a/proj/.env.d/x"), Access::Read)
+            .unwrap_err();
+        assert_eq!(d.reason, DenyReason::DeniedPattern("**/.env*".into()));
+        // The pattern reported is the first one that matches, whichever form matched.
+        let d = s
+            .check(Path::new("/home/u/.ssh"), Access::Read)
+            .unwrap_err();
+        assert_eq!(d.reason, DenyReason::DeniedPattern("/home/u/.ssh".into()));
         assert!(s
             .check(Path::new("/a/proj/environment.txt"), Access::Read)
             .is_ok());

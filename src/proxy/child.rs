@@ -63,7 +63,8 @@ impl ServerChild {
             process,
             pid,
             stdin: Some(tx),
-            stdout: FramedReader::new(stdout, max_line),
+            // Server lines past 256 KiB may be streamed through (see the router).
+            stdout: FramedReader::new(stdout, max_line).with_stream_threshold(256 * 1024),
             stdout_eof: false,
             status: None,
             jail: None,

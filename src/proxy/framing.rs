@@ -20,6 +20,14 @@ pub enum Frame {
     Line(Bytes),
     /// A line over the maximum length; `len` bytes (without the terminator) were discarded.
     TooLong { len: usize },
+    /// A line without a newline yet has reached the streaming threshold. Its bytes so far are
+    /// still buffered: the caller may look at them ([`FramedReader::buffered`]) and either
+    /// call [`FramedReader::stream`] to forward it piecewise, or do nothing to keep buffering.
+    LongLine,
+    /// A piece of a line being streamed; more follows.
+    Chunk(Bytes),
+    /// The last piece of a streamed line (with its `\n`, unless the stream ended first).
+    ChunkEnd(Bytes),
 }
 
 impl Frame {
@@ -39,6 +47,12 @@ pub struct LineDecoder {
     scanned: usize,
     /// `Some(n)`: inside an over-long line, `n` bytes of it dropped so far.
     discarding: Option<usize>,
+    /// Offer [`Frame::LongLine`] once a partial line reaches this many bytes.
+    stream_threshold: usize,
+    /// The current partial line was offered for streaming already.
+    offered: bool,
+    /// The current line is being streamed out piecewise.
+    streaming: bool,
 }
 
 impl LineDecoder {
@@ -47,12 +61,41 @@ impl LineDecoder {
             max_line: max_line.max(1),
             scanned: 0,
             discarding: None,
+            stream_threshold: usize::MAX,
+            offered: false,
+            streaming: false,
         }
+    }
+
+    /// Offer long lines for streaming (server → client only: the proxy must see every client
+    /// message whole).
+    pub fn with_stream_threshold(mut self, threshold: usize) -> Self {
+        self.stream_threshold = threshold.max(1);
+        self
+    }
+
+    /// Forward the current partial line piecewise from now on; returns what is buffered of it.
+    pub fn start_streaming(&mut self, buf: &mut BytesMut) -> Bytes {
+        self.streaming = true;
+        self.scanned = 0;
+        buf.split_to(buf.len()).freeze()
     }
 
     /// Take the next frame out of `buf`, or `None` when more bytes are needed. Blank lines are
     /// skipped (they carry no message).
     pub fn decode(&mut self, buf: &mut BytesMut) -> Option<Frame> {
+        if self.streaming {
+            // Streamed lines are not buffered, so the maximum does not apply to them.
+            return match memchr_newline(buf, 0) {
+                Some(i) => {
+                    self.streaming = false;
+                    self.offered = false;
+                    Some(Frame::ChunkEnd(buf.split_to(i + 1).freeze()))
+                }
+                None if buf.is_empty() => None,
+                None => Some(Frame::Chunk(buf.split_to(buf.len()).freeze())),
+            };
+        }
         loop {
             if let Some(dropped) = self.discarding {
                 match memchr_newline(buf, 0) {
@@ -74,6 +117,7 @@ impl LineDecoder {
             match memchr_newline(buf, self.scanned) {
                 Some(i) => {
                     self.scanned = 0;
+                    self.offered = false;
                     let line = buf.split_to(i + 1);
                     let content_len = Frame::content(&line).len();
                     if content_len > self.max_line {
@@ -93,9 +137,14 @@ impl LineDecoder {
                     if buf.len() > self.max_line + 1 {
                         self.discarding = Some(buf.len());
                         self.scanned = 0;
+                        self.offered = false;
                         buf.clear();
                     } else {
                         self.scanned = buf.len();
+                        if !self.offered && buf.len() >= self.stream_threshold {
+                            self.offered = true;
+                            return Some(Frame::LongLine);
+                        }
                     }
                     return None;
                 }
@@ -105,8 +154,16 @@ impl LineDecoder {
 
     /// At end of stream: whatever is left becomes a final frame (a line without `\n`).
     pub fn decode_eof(&mut self, buf: &mut BytesMut) -> Option<Frame> {
+        if self.streaming {
+            // The stream ended inside a streamed line: close it (nothing more will come).
+            self.streaming = false;
+            self.offered = false;
+            return Some(Frame::ChunkEnd(buf.split_to(buf.len()).freeze()));
+        }
         if let Some(frame) = self.decode(buf) {
-            return Some(frame);
+            if frame != Frame::LongLine {
+                return Some(frame);
+            }
         }
         self.scanned = 0;
         if let Some(dropped) = self.discarding.take() {
@@ -154,6 +211,22 @@ impl<R: AsyncRead + Unpin> FramedReader<R> {
             decoder: LineDecoder::new(max_line),
             eof: false,
         }
+    }
+
+    /// See [`LineDecoder::with_stream_threshold`].
+    pub fn with_stream_threshold(mut self, threshold: usize) -> Self {
+        self.decoder = self.decoder.with_stream_threshold(threshold);
+        self
+    }
+
+    /// The bytes of the partial line after [`Frame::LongLine`].
+    pub fn buffered(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Stream the partial line announced by [`Frame::LongLine`]: returns its first piece.
+    pub fn stream(&mut self) -> Bytes {
+        self.decoder.start_streaming(&mut self.buf)
     }
 
     /// The next frame, or `None` at a clean end of stream.
@@ -246,6 +319,40 @@ mod tests {
     #[test]
     fn over_long_line_at_eof_is_reported() {
         assert_eq!(frames(&[&[b'y'; 30]], 10), vec![Frame::TooLong { len: 30 }]);
+    }
+
+    #[test]
+    fn long_lines_can_be_streamed_piecewise() {
+        let mut dec = LineDecoder::new(1000).with_stream_threshold(8);
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(b"0123456789");
+        assert_eq!(dec.decode(&mut buf), Some(Frame::LongLine));
+        // Not asked twice for the same line.
+        assert_eq!(dec.decode(&mut buf), None);
+        let first = dec.start_streaming(&mut buf);
+        assert_eq!(&first[..], b"0123456789");
+        buf.extend_from_slice(b"abc");
+        assert_eq!(
+            dec.decode(&mut buf),
+            Some(Frame::Chunk(Bytes::from_static(b"abc")))
+        );
+        buf.extend_from_slice(b"de\nnext\n");
+        assert_eq!(
+            dec.decode(&mut buf),
+            Some(Frame::ChunkEnd(Bytes::from_static(b"de\n")))
+        );
+        assert_eq!(
+            dec.decode(&mut buf),
+            Some(Frame::Line(Bytes::from_static(b"next\n")))
+        );
+        // Declining to stream keeps buffering: the whole line comes back as one frame.
+        buf.extend_from_slice(b"0123456789");
+        assert_eq!(dec.decode(&mut buf), Some(Frame::LongLine));
+        buf.extend_from_slice(b"xyz\n");
+        assert_eq!(
+            dec.decode(&mut buf),
+            Some(Frame::Line(Bytes::from_static(b"0123456789xyz\n")))
+        );
     }
 
     mod prop {

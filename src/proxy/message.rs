@@ -174,6 +174,58 @@ impl<'de> Visitor<'de> for DupCheck<'_> {
     }
 }
 
+/// What the first part of a long, still incomplete line says about itself.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct PrefixPeek {
+    /// The raw text of a top-level `id` member, if it was complete in the prefix.
+    pub id: Option<String>,
+    /// A top-level `result` or `error` key was reached: the message is a response.
+    pub response: bool,
+    /// A top-level `method` key was reached.
+    pub method: bool,
+}
+
+/// Read the top-level members of a truncated JSON object until the data runs out. Used to
+/// route a huge server response before all of it has arrived, so it can be streamed through.
+pub fn peek_prefix(prefix: &[u8]) -> PrefixPeek {
+    let found = RefCell::new(PrefixPeek::default());
+    let mut de = serde_json::Deserializer::from_slice(prefix);
+    // The error at the truncation point is expected; what was seen before it is kept.
+    let _ = de::Deserializer::deserialize_map(&mut de, Peek(&found));
+    found.into_inner()
+}
+
+struct Peek<'f>(&'f RefCell<PrefixPeek>);
+
+impl<'de> Visitor<'de> for Peek<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC message object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match key.as_ref() {
+                "id" => {
+                    let id: Box<RawValue> = map.next_value()?;
+                    self.0.borrow_mut().id = Some(id.get().to_string());
+                }
+                "result" | "error" => {
+                    self.0.borrow_mut().response = true;
+                    map.next_value::<IgnoredAny>()?;
+                }
+                "method" => {
+                    self.0.borrow_mut().method = true;
+                    map.next_value::<IgnoredAny>()?;
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A JSON-RPC error response line (with trailing newline). `id` is the raw id text or `null`.
 pub fn error_line(id: Option<&str>, code: i64, message: &str, data: Option<Value>) -> Vec<u8> {
     let id: Value = id
@@ -244,6 +296,24 @@ mod tests {
             Some("q".into())
         );
         assert!(find_duplicate_key("{").is_err());
+    }
+
+    #[test]
+    fn peeks_into_truncated_responses() {
+        let p = peek_prefix(br#"{"jsonrpc":"2.0","id":"big-1","result":{"content":[{"text":"xxxx"#);
+        assert_eq!(p.id.as_deref(), Some(r#""big-1""#));
+        assert!(p.response && !p.method);
+        let p = peek_prefix(br#"{"result":{"content":[{"text":"xxxx"#);
+        assert_eq!(
+            p,
+            PrefixPeek {
+                id: None,
+                response: true,
+                method: false
+            }
+        );
+        let p = peek_prefix(br#"{"id":3,"method":"sampling/createMessage","params":{"x":"#);
+        assert!(p.method && !p.response);
     }
 
     #[test]

@@ -102,6 +102,14 @@ struct Router {
     refetch_after_replay: bool,
     /// Tool pins (`--pin`): fed by every tools/list page, consulted by tools/call.
     pinning: Pinning,
+    /// A long server response being forwarded piecewise.
+    streaming: Option<Streaming>,
+}
+
+/// A server response being streamed through: its id and how much of it went out.
+struct Streaming {
+    key: String,
+    bytes: usize,
 }
 
 /// Run the proxy over the given client streams until the session ends; the result is the exit
@@ -129,8 +137,10 @@ where
     if log.live() {
         for layer in &jail.report().layers {
             log.note(&format!(
-                "jail {}: {:?} ({})",
-                layer.layer, layer.enforcement, layer.detail
+                "jail {}: {} ({})",
+                layer.layer,
+                enforcement_word(layer.enforcement),
+                layer.detail
             ));
         }
         if config.jail.disabled {
@@ -185,6 +195,7 @@ where
         paused: false,
         respawn: None,
         refetch_after_replay: false,
+        streaming: None,
     };
     let mut reapers = Vec::new();
 
@@ -274,6 +285,14 @@ where
     Ok(status)
 }
 
+fn enforcement_word(e: crate::sandbox::Enforcement) -> &'static str {
+    match e {
+        crate::sandbox::Enforcement::Fully => "fully enforced",
+        crate::sandbox::Enforcement::Partially => "PARTIALLY enforced",
+        crate::sandbox::Enforcement::NotEnforced => "NOT enforced",
+    }
+}
+
 async fn sleep_until_opt(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at.into()).await,
@@ -343,6 +362,9 @@ impl Router {
                 return;
             }
             Frame::Line(line) => line,
+            // The client reader has no streaming threshold: every client message is judged
+            // whole, so these never occur.
+            Frame::LongLine | Frame::Chunk(_) | Frame::ChunkEnd(_) => return,
         };
         if self.paused || !self.held.is_empty() {
             // Keep the client's order: nothing overtakes a held call, and nothing reaches a
@@ -688,26 +710,24 @@ impl Router {
             &refusal.text(),
             Some(json!({"mcpjail/denial": refusal.details()})),
         );
-        let mut log = CallRecord {
-            id: raw_id.unwrap_or_default().to_string(),
-            method: if kind == Kind::ToolsCall {
-                "tools/call"
-            } else {
-                "resources/read"
-            }
-            .into(),
-            tool: None,
-            paths: Vec::new(),
-            allowed: false,
-            reason: Some(msg.to_string()),
-            latency: started.elapsed(),
-            result_bytes: line.len(),
-            arguments: None,
-            outcome: "denied",
-        };
         if self.log.enabled() {
-            log.latency = started.elapsed();
-            self.log.record(&log);
+            self.log.record(&CallRecord {
+                id: raw_id.unwrap_or_default().to_string(),
+                method: if kind == Kind::ToolsCall {
+                    "tools/call"
+                } else {
+                    "resources/read"
+                }
+                .into(),
+                tool: None,
+                paths: Vec::new(),
+                allowed: false,
+                reason: Some(msg.to_string()),
+                latency: started.elapsed(),
+                result_bytes: line.len(),
+                arguments: None,
+                outcome: "denied",
+            });
         }
         tracing::warn!("refused a call: {msg}");
         self.reply(line);
@@ -844,8 +864,10 @@ impl Router {
             .and_then(|jail| {
                 for layer in &jail.report().layers {
                     self.log.note(&format!(
-                        "jail {}: {:?} ({})",
-                        layer.layer, layer.enforcement, layer.detail
+                        "jail {}: {} ({})",
+                        layer.layer,
+                        enforcement_word(layer.enforcement),
+                        layer.detail
                     ));
                 }
                 let mut child = ServerChild::spawn(jail.command(), cfg.max_line_bytes)
@@ -911,6 +933,31 @@ impl Router {
                     len,
                     "the server sent a message over --max-line-bytes; it was dropped"
                 );
+                return;
+            }
+            Frame::LongLine => {
+                self.maybe_stream(child);
+                return;
+            }
+            Frame::Chunk(piece) => {
+                if let Some(st) = &mut self.streaming {
+                    st.bytes += piece.len();
+                }
+                let _ = self.out.send(piece);
+                return;
+            }
+            Frame::ChunkEnd(piece) => {
+                let piece = terminated(piece);
+                let st = self.streaming.take();
+                let total = st.as_ref().map_or(0, |s| s.bytes) + piece.len();
+                let _ = self.out.send(piece);
+                if let Some(p) = st.and_then(|s| self.pending.remove(&s.key)) {
+                    if let Some(mut rec) = p.record {
+                        rec.latency = p.started.elapsed();
+                        rec.result_bytes = total;
+                        self.log.record(&rec);
+                    }
+                }
                 return;
             }
             Frame::Line(line) => line,
@@ -1011,6 +1058,33 @@ impl Router {
         if discover_done && !self.saw_initialize && !self.tools_learned {
             self.start_fetch(child);
         }
+    }
+
+    /// A server line is long and still arriving. If its beginning already shows it is a
+    /// response to a client request (not to the proxy's own, not a tools/list to learn from),
+    /// forward it piece by piece as it arrives instead of holding all of it: a 10 MiB result
+    /// then costs neither 10 MiB of proxy memory nor a store-and-forward delay.
+    fn maybe_stream(&mut self, child: &mut ServerChild) {
+        let peek = message::peek_prefix(child.stdout.buffered());
+        let (Some(raw_id), true, false) = (peek.id, peek.response, peek.method) else {
+            return;
+        };
+        let key = match serde_json::from_str::<Value>(&raw_id) {
+            Ok(v) => v.to_string(),
+            Err(_) => return,
+        };
+        if self.own.contains_key(&key) {
+            return;
+        }
+        if matches!(self.pending.get(&key), Some(p) if p.kind == Kind::ToolsList) {
+            return;
+        }
+        let first = child.stdout.stream();
+        self.streaming = Some(Streaming {
+            key,
+            bytes: first.len(),
+        });
+        let _ = self.out.send(first);
     }
 
     /// The server is gone: every request it will never answer gets an error.

@@ -406,6 +406,11 @@ pub fn probe() -> KernelSupport {
 impl PreparedJail {
     /// A command that starts the server inside the jail (environment scrubbed, rules applied in
     /// the child before exec). Stdio is left for the caller to set.
+    ///
+    /// Call this once per spawn (a respawn calls it again): each call builds a fresh Landlock
+    /// ruleset, to which the child adds its own `/proc/<pid>`; spawning one `Command` twice
+    /// would let the second child read the first one's `/proc/<pid>` too. If the ruleset cannot
+    /// be built, the spawn fails (ENOTRECOVERABLE) rather than running unconfined.
     pub fn command(&self) -> tokio::process::Command {
         let mut cmd = match &self.platform {
             Platform::Seatbelt(profile) => {

@@ -10,7 +10,10 @@ use super::SandboxError;
 
 #[derive(Debug)]
 pub struct PrivateTmp {
-    dir: tempfile::TempDir,
+    /// Held for its Drop: removes the directory and everything in it.
+    _dir: tempfile::TempDir,
+    /// Canonical: rules match real paths (on macOS `/var` is a symlink to `/private/var`).
+    canonical: std::path::PathBuf,
 }
 
 impl PrivateTmp {
@@ -26,10 +29,15 @@ impl PrivateTmp {
                     std::env::temp_dir().display()
                 ))
             })?;
-        Ok(PrivateTmp { dir })
+        let canonical =
+            std::fs::canonicalize(dir.path()).unwrap_or_else(|_| dir.path().to_path_buf());
+        Ok(PrivateTmp {
+            _dir: dir,
+            canonical,
+        })
     }
 
     pub fn path(&self) -> &Path {
-        self.dir.path()
+        &self.canonical
     }
 }

@@ -114,7 +114,14 @@ if (script.wait_initial_roots) await waitRootsRequest(0);
 async function runStep(step) {
   if ("tool" in step) {
     for (let tries = 1; ; tries++) {
-      const result = await client.callTool({ name: step.tool, arguments: step.arguments ?? {} }, undefined, requestOptions);
+      let result;
+      try {
+        result = await client.callTool({ name: step.tool, arguments: step.arguments ?? {} }, undefined, requestOptions);
+      } catch (err) {
+        // While repeating, an error (e.g. a request caught in a server respawn) is one more try.
+        if (!("until_text" in step) || !(err instanceof McpError) || tries >= (step.max_tries ?? 200)) throw err;
+        continue;
+      }
       if (!("until_text" in step)) return { result };
       const text = (result.content ?? []).map((c) => c.text ?? "").join("\n");
       if (text.includes(step.until_text) || tries >= (step.max_tries ?? 200)) return { result, tries };

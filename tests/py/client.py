@@ -127,7 +127,14 @@ async def run_step(session: ClientSession, step: dict) -> dict:
         tries = 0
         while True:
             tries += 1
-            result = dump(await session.call_tool(step["tool"], step.get("arguments", {})))
+            try:
+                result = dump(await session.call_tool(step["tool"], step.get("arguments", {})))
+            except MCPError:
+                # While repeating, an error (e.g. a request caught in a server respawn) is one
+                # more try, not the end of the step.
+                if "until_text" not in step or tries >= step.get("max_tries", 200):
+                    raise
+                continue
             if "until_text" not in step:
                 return {"result": result}
             text = "\n".join(c.get("text", "") for c in result.get("content", []))

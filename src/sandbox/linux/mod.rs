@@ -28,7 +28,6 @@ const RULESET_BUILD_FAILED: i32 = libc::ENOTRECOVERABLE;
 pub struct LinuxJail {
     landlock: LandlockPlan,
     seccomp: Option<SeccompPlan>,
-    abi: i64,
     report: Vec<LayerReport>,
     pub notes: Vec<String>,
 }
@@ -82,7 +81,6 @@ impl LinuxJail {
         Ok(LinuxJail {
             landlock,
             seccomp,
-            abi,
             report,
             notes,
         })
@@ -107,7 +105,6 @@ impl LinuxJail {
             .as_ref()
             .map(|s| s.programs.clone())
             .unwrap_or_default();
-        let _ = self.abi;
         // SAFETY: the closure runs in the forked child before exec. It only performs raw
         // syscalls (setrlimit, open, landlock_*, prctl, seccomp) on data allocated before the
         // fork; it takes no locks and does not allocate (errors come from errno).
