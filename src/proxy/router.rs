@@ -28,6 +28,7 @@ use super::check::{self, Refusal, Verdict};
 use super::child::{exit_code, ServerChild};
 use super::framing::{Frame, FramedReader};
 use super::message::{self, code, Envelope, Malformed};
+use super::pinning::Pinning;
 use super::{DenyMode, ProxyConfig, ProxyError};
 use crate::policy::{ResolveContext, Scope, ToolInfo};
 
@@ -101,6 +102,8 @@ struct Router {
     respawn: Option<Scope>,
     /// Our tools/list fetch was cut short by a respawn: redo it once the new server is ready.
     refetch_after_replay: bool,
+    /// Tool pins (`--pin`): fed by every tools/list page, consulted by tools/call.
+    pinning: Pinning,
     /// A long server response being forwarded piecewise.
     streaming: Option<Streaming>,
 }
@@ -181,6 +184,7 @@ where
             home: config.home.clone(),
         },
         scope: config.scope.clone(),
+        pinning: Pinning::new(config.pin, &config.name, config.home.clone()),
         config,
         log,
         out,
@@ -601,7 +605,13 @@ impl Router {
                 return;
             }
             let forced = self.config.read_only_tools.iter().any(|t| t == name);
-            let verdict = check::check_tool_call(&self.scope, &self.ctx, known, forced, &arguments);
+            let verdict = match self.pinning.refusal(name) {
+                Some(refusal) => Verdict {
+                    paths: Vec::new(),
+                    refusal: Some(refusal),
+                },
+                None => check::check_tool_call(&self.scope, &self.ctx, known, forced, &arguments),
+            };
             (verdict, Some(name.to_string()), Some(arguments))
         } else {
             let Some(uri) = params.get("uri").and_then(Value::as_str) else {
@@ -630,7 +640,17 @@ impl Router {
         let record = self.record_for(&raw_id, kind, tool, &verdict, arguments);
         match verdict.refusal {
             None => self.forward_request(line, env, kind, started, record, child),
-            Some(refusal) => self.answer_denial(raw_id.as_deref(), &refusal, kind, started, record),
+            Some(refusal) => {
+                let stateless = super::era::is_stateless(&params);
+                self.answer_denial(
+                    raw_id.as_deref(),
+                    &refusal,
+                    kind,
+                    started,
+                    record,
+                    stateless,
+                )
+            }
         }
     }
 
@@ -702,6 +722,7 @@ impl Router {
         kind: Kind,
         started: Instant,
         record: Option<CallRecord>,
+        stateless: bool,
     ) {
         tracing::info!("denied: {}", refusal.text());
         let Some(id) = raw_id else {
@@ -709,7 +730,10 @@ impl Router {
             return;
         };
         let line = if kind == Kind::ToolsCall && self.config.deny_as == DenyMode::Result {
-            message::result_line(id, refusal.as_tool_result())
+            message::result_line(
+                id,
+                super::era::own_result(refusal.as_tool_result(), stateless),
+            )
         } else {
             message::error_line(
                 Some(id),
@@ -773,6 +797,9 @@ impl Router {
     }
 
     fn fetch_page(&mut self, cursor: Option<Value>, child: &mut ServerChild) {
+        if cursor.is_none() {
+            self.pinning.begin_own_listing();
+        }
         let id = self.next_own_id();
         let mut params = serde_json::Map::new();
         if let Some(cursor) = cursor {
@@ -802,9 +829,13 @@ impl Router {
         }
     }
 
-    fn learn_tools(&mut self, result: &str) -> Option<Value> {
+    /// Learn one `tools/list` page (`own`: the proxy's fetch, else the client's request).
+    fn learn_tools(&mut self, result: &str, own: bool) -> Option<Value> {
         let result: Value = serde_json::from_str(result).ok()?;
+        let next = result.get("nextCursor").filter(|c| !c.is_null()).cloned();
         if let Some(tools) = result.get("tools").and_then(Value::as_array) {
+            self.pinning
+                .observe_page(tools, own, next.is_none(), &self.log);
             for tool in tools {
                 if let Some(mut info) = ToolInfo::from_tool(tool) {
                     // A policy file's read-only marking holds whatever the server says.
@@ -819,7 +850,7 @@ impl Router {
             }
             self.tools_learned = true;
         }
-        result.get("nextCursor").filter(|c| !c.is_null()).cloned()
+        next
     }
 
     // ---------------------------------------------------------------- client roots
@@ -1019,7 +1050,7 @@ impl Router {
             match own {
                 Own::ToolsList => {
                     let next = match env.result {
-                        Some(result) => self.learn_tools(result.get()),
+                        Some(result) => self.learn_tools(result.get(), true),
                         None => {
                             tracing::warn!("the server refused the proxy's tools/list; judging calls by their values");
                             self.fetch_failed = true;
@@ -1057,11 +1088,15 @@ impl Router {
         }
         let pending = self.pending.remove(&key);
         let discover_done = matches!(&pending, Some(p) if p.kind == Kind::Discover);
+        let mut pinned_listing = None;
         if let Some(p) = pending {
             if p.kind == Kind::ToolsList {
                 if let Some(result) = env.result {
-                    let _ = self.learn_tools(result.get());
+                    let _ = self.learn_tools(result.get(), false);
                 }
+                // --pin block: the only server message the proxy rewrites, and only when a
+                // changed tool must be hidden (see Pinning::hide_unapproved).
+                pinned_listing = self.pinning.hide_unapproved(Frame::content(&line));
             }
             if let Some(mut rec) = p.record {
                 rec.latency = p.started.elapsed();
@@ -1072,7 +1107,8 @@ impl Router {
                 self.log.record(&rec);
             }
         }
-        self.out.send(terminated(line));
+        self.out
+            .send(pinned_listing.unwrap_or_else(|| terminated(line)));
         if discover_done && !self.saw_initialize && !self.tools_learned {
             self.start_fetch(child);
         }
