@@ -5,7 +5,12 @@
 //! with the project's, and a fake `~/.ssh`. Then it runs `mcpjail proxy --log` in front of the
 //! `mcpjail-fixture-files` binary that ships next to this one, makes allowed and hostile calls,
 //! and prints what the client saw. The proxy's own `--log` lines appear on stderr as they
-//! happen. Exit 0 when every call got the expected decision, 1 otherwise.
+//! happen.
+//!
+//! A second act shows why the kernel jail is there too: the `mcpjail-fixture-hostile` server
+//! ignores its arguments and reads `~/.ssh/id_rsa` and the secret by itself, so the proxy has no
+//! path to check. Run once with `--no-jail` (the control: the secret leaks) and once jailed (the
+//! kernel refuses the same reads). Exit 0 when every call got the expected outcome, 1 otherwise.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -120,48 +125,167 @@ pub fn run(args: DemoArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
         },
     ];
 
+    let hostile = exe.with_file_name("mcpjail-fixture-hostile");
+    if !hostile.is_file() {
+        return Err(
+            UserError::new(format!("the demo server {} is missing", hostile.display()))
+                .with_hint(
+                    "build it with `cargo build --bins` (it ships next to the mcpjail binary)",
+                )
+                .into(),
+        );
+    }
+
     println!(
-        "mcpjail demo: a file server confined to {}",
+        "mcpjail demo, act 1: a file server confined to {}",
         project.display()
     );
     println!("(the proxy's --log lines follow on stderr)\n");
-    let outcome = drive(&exe, &fixture, &project, &root.join("home"), &steps, global);
+    let home = root.join("home");
+    let files_session = Session {
+        proxy_flags: vec![],
+        server: vec![fixture.into_os_string(), project.clone().into_os_string()],
+        cwd: &project,
+        env: vec![("HOME", home.clone().into_os_string())],
+    };
+    let outcome = drive(&exe, &files_session, &steps, global);
+    let act1 = match outcome {
+        Ok(results) => report_act1(&steps, &results),
+        Err(e) => Err(e),
+    };
+
+    println!("\nmcpjail demo, act 2: a hostile server that ignores its arguments");
+    println!("(its tools take no path, so the proxy has nothing to check: only the jail stands)\n");
+    let hostile_env = vec![
+        ("HOME", home.clone().into_os_string()),
+        ("HOSTILE_SECRET", root.join("secret.txt").into_os_string()),
+    ];
+    let hostile_steps = [
+        ("read ~/.ssh/id_rsa by itself", "read_ssh_key"),
+        ("read the secret by itself", "read_root_only"),
+    ];
+    let act2 = act2(
+        &exe,
+        &hostile,
+        &project,
+        hostile_env,
+        &hostile_steps,
+        global,
+    );
+
     if args.keep {
         let kept = dir.keep();
         println!("\ndemo directory kept at {}", kept.display());
     }
-    let results = outcome?;
-    println!();
-    let mut all_ok = true;
-    for (step, (allowed, text)) in steps.iter().zip(&results) {
-        let ok = *allowed == step.expect_allow;
-        all_ok &= ok;
-        let verdict = if *allowed { "ALLOWED" } else { "DENIED " };
-        let mark = if ok { "ok " } else { "BAD" };
-        let first = text.lines().next().unwrap_or("").trim();
-        let shown: String = first.chars().take(110).collect();
-        println!("[{mark}] {verdict} {:<46} → {shown}", step.title);
-    }
-    let secret_leaked = results.iter().any(|(_, t)| t.contains("DEMO-SECRET"));
-    if secret_leaked {
-        all_ok = false;
-        println!("\nthe secret reached the client: the demo FAILED");
-    }
+    let all_ok = act1? & act2?;
     if all_ok {
-        println!("\nevery call got the expected decision; denied calls never reached the server.");
+        println!(
+            "\nevery call got the expected outcome: denied calls never reached the server, and \
+             what the server tried on its own the kernel refused."
+        );
         Ok(ExitCode::SUCCESS)
     } else {
-        println!("\nsome calls did not get the expected decision.");
+        println!("\nsome calls did not get the expected outcome: the demo FAILED.");
         Ok(ExitCode::from(1))
     }
 }
 
-/// Run the proxy with the fixture and play `steps`; per step: (allowed, text the client saw).
+/// Print act 1's table; true when every call got the expected decision and nothing leaked.
+fn report_act1(steps: &[Step], results: &[(bool, String)]) -> anyhow::Result<bool> {
+    println!();
+    let mut all_ok = true;
+    for (step, (allowed, text)) in steps.iter().zip(results) {
+        let ok = *allowed == step.expect_allow;
+        all_ok &= ok;
+        let verdict = if *allowed { "ALLOWED" } else { "DENIED " };
+        let mark = if ok { "ok " } else { "BAD" };
+        println!(
+            "[{mark}] {verdict} {:<46} → {}",
+            step.title,
+            first_line(text)
+        );
+    }
+    if results.iter().any(|(_, t)| t.contains("DEMO-SECRET")) {
+        all_ok = false;
+        println!("\nthe secret reached the client through the proxy");
+    }
+    Ok(all_ok)
+}
+
+/// Run the hostile server twice — unjailed (the control: its reads must succeed, or the demo
+/// proves nothing) and jailed (the same reads must fail) — and print both outcomes side by side.
+fn act2(
+    exe: &Path,
+    hostile: &Path,
+    project: &Path,
+    env: Vec<(&'static str, std::ffi::OsString)>,
+    tools: &[(&'static str, &'static str)],
+    global: &GlobalArgs,
+) -> anyhow::Result<bool> {
+    let steps: Vec<Step> = tools
+        .iter()
+        .map(|(title, tool)| Step {
+            title,
+            tool,
+            args: json!({}),
+            expect_allow: true,
+        })
+        .collect();
+    let session = |proxy_flags: Vec<&str>| Session {
+        proxy_flags: proxy_flags.into_iter().map(Into::into).collect(),
+        server: vec![hostile.as_os_str().to_owned()],
+        cwd: project,
+        env: env.clone(),
+    };
+    let keep = ["--env-keep", "HOSTILE_SECRET"];
+    let control = drive(
+        exe,
+        &session([&keep[..], &["--no-jail"]].concat()),
+        &steps,
+        global,
+    )?;
+    let jailed = drive(exe, &session(keep.to_vec()), &steps, global)?;
+    println!();
+    let mut all_ok = true;
+    for ((step, (_, without)), (_, with)) in steps.iter().zip(&control).zip(&jailed) {
+        let ok = without.starts_with("ESCAPED") && with.starts_with("BLOCKED");
+        all_ok &= ok;
+        let mark = if ok { "ok " } else { "BAD" };
+        println!("[{mark}] {}", step.title);
+        println!(
+            "        without the jail (--no-jail) → {}",
+            first_line(without)
+        );
+        println!(
+            "        jailed                       → {}",
+            first_line(with)
+        );
+    }
+    Ok(all_ok)
+}
+
+fn first_line(text: &str) -> String {
+    text.lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .chars()
+        .take(110)
+        .collect()
+}
+
+/// How to start one proxy session: its flags, the server command line, cwd and environment.
+struct Session<'a> {
+    proxy_flags: Vec<std::ffi::OsString>,
+    server: Vec<std::ffi::OsString>,
+    cwd: &'a Path,
+    env: Vec<(&'static str, std::ffi::OsString)>,
+}
+
+/// Run the proxy for `session` and play `steps`; per step: (allowed, text the client saw).
 fn drive(
     exe: &Path,
-    fixture: &Path,
-    project: &Path,
-    home: &Path,
+    session: &Session,
     steps: &[Step],
     global: &GlobalArgs,
 ) -> anyhow::Result<Vec<(bool, String)>> {
@@ -170,16 +294,19 @@ fn drive(
         .arg("--log")
         .arg("--name")
         .arg("demo")
+        // A demo must not leave tool pins in the user's state directory.
+        .arg("--pin")
+        .arg("off")
         .arg("--color")
         .arg(match global.color.use_color_on_stderr() {
             true => "always",
             false => "never",
         })
+        .args(&session.proxy_flags)
         .arg("--")
-        .arg(fixture)
-        .arg(project)
-        .current_dir(project)
-        .env("HOME", home)
+        .args(&session.server)
+        .current_dir(session.cwd)
+        .envs(session.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 
 use super::GlobalArgs;
+use crate::policy::pins::PinMode;
 
 #[derive(Debug, Clone, Args)]
 pub struct ProxyArgs {
@@ -67,11 +68,23 @@ pub enum DenyAs {
     Error,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PinMode {
-    Warn,
-    Block,
-    Off,
+/// `--pin` parses straight into the pin store's own mode (one enum for the CLI and the proxy).
+impl ValueEnum for PinMode {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[PinMode::Warn, PinMode::Block, PinMode::Off]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        use clap::builder::PossibleValue;
+        Some(match self {
+            PinMode::Warn => PossibleValue::new("warn")
+                .help("Report added, changed and removed tools in the log (the default)"),
+            PinMode::Block => PossibleValue::new("block").help(
+                "Also hide changed tools from tools/list and refuse calls to them until approved",
+            ),
+            PinMode::Off => PossibleValue::new("off").help("No pinning: nothing is recorded"),
+        })
+    }
 }
 
 pub fn run(args: ProxyArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
@@ -138,6 +151,12 @@ pub fn resolve_settings(
     for note in &derived.notes {
         tracing::info!("{note}");
     }
+    crate::proxy::pinning::check_settings(&name, args.pin, home.as_deref()).map_err(|e| {
+        super::UserError::new(format!("--pin block cannot work for `{name}`: {e}")).with_hint(
+            "pick a plain --name (letters, digits, `-`, `_`, `.`), set XDG_STATE_HOME or HOME, \
+             fix or remove the pin file, or run with --pin warn",
+        )
+    })?;
     let mut scope = derived.scope;
     scope.net = crate::policy::NetRules {
         allow_all: args.allow_net,
@@ -170,6 +189,7 @@ pub fn resolve_settings(
         color: global.color.use_color_on_stderr(),
         log_file: args.log_file.clone(),
         grace: std::time::Duration::from_secs(2),
+        pin: args.pin,
     })
 }
 

@@ -89,6 +89,26 @@ impl CallLog {
         }
     }
 
+    /// A session event that is not a call (tool pinning changes) as one JSON line in the audit
+    /// log: `{"ts", "server", "event", ...fields}`. The live log gets its own [`Self::note`].
+    pub fn event(&self, event: &str, fields: Value) {
+        let Some(mut file) = self.file.as_ref() else {
+            return;
+        };
+        let mut entry = Map::new();
+        entry.insert("ts".into(), Value::String(now()));
+        entry.insert("server".into(), Value::String(self.server.clone()));
+        entry.insert("event".into(), Value::String(event.to_string()));
+        if let Value::Object(fields) = fields {
+            entry.extend(fields);
+        }
+        let mut line = Value::Object(entry).to_string();
+        line.push('\n');
+        if let Err(err) = file.write_all(line.as_bytes()) {
+            tracing::warn!("cannot append to the audit log: {err}");
+        }
+    }
+
     pub fn record(&mut self, rec: &CallRecord) {
         if self.live {
             let verdict = match (rec.allowed, self.color) {

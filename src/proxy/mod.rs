@@ -11,13 +11,17 @@
 //! * [`check`] — one call's path arguments resolved and checked; the denial a client sees;
 //! * [`audit`] — `--log` lines and `--log-file` JSON lines, with secrets redacted;
 //! * `child` — the server process behind the jail; [`stdio`] — our stdin/stdout on the reactor;
+//! * [`pinning`] — tool pins: changed tools reported, hidden and refused (`--pin`);
+//! * `era` — what the proxy's own results must carry in each protocol era;
 //! * `router` — the connection: both directions, learning, holding, lifecycle.
 
 pub mod audit;
 pub mod check;
 mod child;
+mod era;
 pub mod framing;
 pub mod message;
+pub mod pinning;
 mod router;
 #[cfg(unix)]
 pub mod stdio;
@@ -63,6 +67,8 @@ pub struct ProxyConfig {
     pub log_file: Option<PathBuf>,
     /// How long to wait at each shutdown step (stdin closed → SIGTERM → SIGKILL).
     pub grace: Duration,
+    /// `--pin`: what to do when a tool changes after it was pinned.
+    pub pin: crate::policy::pins::PinMode,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -17,8 +17,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 use tokio_util::sync::CancellationToken;
 
 use super::audit::{CallLog, CallRecord};
@@ -26,6 +28,7 @@ use super::check::{self, Refusal, Verdict};
 use super::child::{exit_code, ServerChild};
 use super::framing::{Frame, FramedReader};
 use super::message::{self, code, Envelope, Malformed};
+use super::pinning::Pinning;
 use super::{DenyMode, ProxyConfig, ProxyError};
 use crate::policy::{ResolveContext, Scope, ToolInfo};
 
@@ -69,7 +72,7 @@ struct Router {
     ctx: ResolveContext,
     scope: Scope,
     log: CallLog,
-    out: mpsc::UnboundedSender<Bytes>,
+    out: ClientOut,
     tools: HashMap<String, ToolInfo>,
     /// A `tools/list` result (ours or the client's) has been seen.
     tools_learned: bool,
@@ -99,6 +102,8 @@ struct Router {
     respawn: Option<Scope>,
     /// Our tools/list fetch was cut short by a respawn: redo it once the new server is ready.
     refetch_after_replay: bool,
+    /// Tool pins (`--pin`): fed by every tools/list page, consulted by tools/call.
+    pinning: Pinning,
     /// A long server response being forwarded piecewise.
     streaming: Option<Streaming>,
 }
@@ -154,7 +159,15 @@ where
     tracing::debug!(pid = child.pid, "server started");
 
     let (out_tx, out_rx) = mpsc::unbounded_channel::<Bytes>();
-    let writer = tokio::spawn(write_loop(client_out, out_rx));
+    let counter = OutCounter {
+        queued: Arc::new(AtomicUsize::new(0)),
+        drained: Arc::new(Notify::new()),
+    };
+    let out = ClientOut {
+        tx: out_tx,
+        counter: counter.clone(),
+    };
+    let writer = tokio::spawn(write_loop(client_out, out_rx, counter.clone()));
     let mut client = FramedReader::new(client_in, config.max_line_bytes);
 
     let nonce = format!(
@@ -171,9 +184,10 @@ where
             home: config.home.clone(),
         },
         scope: config.scope.clone(),
+        pinning: Pinning::new(config.pin, &config.name, config.home.clone()),
         config,
         log,
-        out: out_tx,
+        out,
         tools: HashMap::new(),
         tools_learned: false,
         fetching: None,
@@ -222,7 +236,10 @@ where
                     }
                 }
             }
-            frame = child.stdout.next_frame(), if !child.stdout_eof => {
+            // Backpressure: while the client is slow to read, stop reading the server (it
+            // blocks on its pipe) instead of queueing its output in our memory.
+            _ = counter.drained.notified(), if counter.backlogged() => {}
+            frame = child.stdout.next_frame(), if !child.stdout_eof && !counter.backlogged() => {
                 match frame {
                     Ok(Some(frame)) => router.on_server_frame(frame, &mut child),
                     Ok(None) | Err(_) => {
@@ -296,21 +313,63 @@ async fn sleep_until_opt(at: Option<Instant>) {
     }
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(mut w: W, mut rx: mpsc::UnboundedReceiver<Bytes>) {
+/// Above this many bytes queued for the client, the server is not read.
+const OUT_HIGH_WATER: usize = 1024 * 1024;
+
+/// Bytes queued for the client, shared by the router (adds) and the writer (subtracts).
+#[derive(Clone)]
+struct OutCounter {
+    queued: Arc<AtomicUsize>,
+    drained: Arc<Notify>,
+}
+
+impl OutCounter {
+    fn backlogged(&self) -> bool {
+        self.queued.load(Ordering::Relaxed) >= OUT_HIGH_WATER
+    }
+
+    fn written(&self, n: usize) {
+        let before = self.queued.fetch_sub(n, Ordering::Relaxed);
+        if before >= OUT_HIGH_WATER && before - n < OUT_HIGH_WATER {
+            self.drained.notify_one();
+        }
+    }
+}
+
+/// The queue of messages to the client.
+struct ClientOut {
+    tx: mpsc::UnboundedSender<Bytes>,
+    counter: OutCounter,
+}
+
+impl ClientOut {
+    fn send(&self, msg: Bytes) {
+        let n = msg.len();
+        self.counter.queued.fetch_add(n, Ordering::Relaxed);
+        if self.tx.send(msg).is_err() {
+            self.counter.queued.fetch_sub(n, Ordering::Relaxed);
+        }
+    }
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut w: W,
+    mut rx: mpsc::UnboundedReceiver<Bytes>,
+    counter: OutCounter,
+) {
+    // A client that stopped reading must not stall the session: writes fail, messages are
+    // dropped, and the counter still goes down so the server keeps being read.
     let mut broken = false;
     while let Some(msg) = rx.recv().await {
-        if broken {
-            continue;
-        }
-        if w.write_all(&msg).await.is_err() {
+        if !broken && w.write_all(&msg).await.is_err() {
             broken = true;
-            continue;
         }
+        counter.written(msg.len());
         while let Ok(more) = rx.try_recv() {
-            if w.write_all(&more).await.is_err() {
+            if !broken && w.write_all(&more).await.is_err() {
                 broken = true;
-                break;
             }
+            counter.written(more.len());
         }
         if !broken && w.flush().await.is_err() {
             broken = true;
@@ -332,7 +391,7 @@ fn terminated(line: Bytes) -> Bytes {
 
 impl Router {
     fn reply(&self, line: Vec<u8>) {
-        let _ = self.out.send(Bytes::from(line));
+        self.out.send(Bytes::from(line));
     }
 
     fn next_own_id(&mut self) -> String {
@@ -546,7 +605,13 @@ impl Router {
                 return;
             }
             let forced = self.config.read_only_tools.iter().any(|t| t == name);
-            let verdict = check::check_tool_call(&self.scope, &self.ctx, known, forced, &arguments);
+            let verdict = match self.pinning.refusal(name) {
+                Some(refusal) => Verdict {
+                    paths: Vec::new(),
+                    refusal: Some(refusal),
+                },
+                None => check::check_tool_call(&self.scope, &self.ctx, known, forced, &arguments),
+            };
             (verdict, Some(name.to_string()), Some(arguments))
         } else {
             let Some(uri) = params.get("uri").and_then(Value::as_str) else {
@@ -575,7 +640,17 @@ impl Router {
         let record = self.record_for(&raw_id, kind, tool, &verdict, arguments);
         match verdict.refusal {
             None => self.forward_request(line, env, kind, started, record, child),
-            Some(refusal) => self.answer_denial(raw_id.as_deref(), &refusal, kind, started, record),
+            Some(refusal) => {
+                let stateless = super::era::is_stateless(&params);
+                self.answer_denial(
+                    raw_id.as_deref(),
+                    &refusal,
+                    kind,
+                    started,
+                    record,
+                    stateless,
+                )
+            }
         }
     }
 
@@ -647,6 +722,7 @@ impl Router {
         kind: Kind,
         started: Instant,
         record: Option<CallRecord>,
+        stateless: bool,
     ) {
         tracing::info!("denied: {}", refusal.text());
         let Some(id) = raw_id else {
@@ -654,7 +730,10 @@ impl Router {
             return;
         };
         let line = if kind == Kind::ToolsCall && self.config.deny_as == DenyMode::Result {
-            message::result_line(id, refusal.as_tool_result())
+            message::result_line(
+                id,
+                super::era::own_result(refusal.as_tool_result(), stateless),
+            )
         } else {
             message::error_line(
                 Some(id),
@@ -718,6 +797,9 @@ impl Router {
     }
 
     fn fetch_page(&mut self, cursor: Option<Value>, child: &mut ServerChild) {
+        if cursor.is_none() {
+            self.pinning.begin_own_listing();
+        }
         let id = self.next_own_id();
         let mut params = serde_json::Map::new();
         if let Some(cursor) = cursor {
@@ -747,9 +829,13 @@ impl Router {
         }
     }
 
-    fn learn_tools(&mut self, result: &str) -> Option<Value> {
+    /// Learn one `tools/list` page (`own`: the proxy's fetch, else the client's request).
+    fn learn_tools(&mut self, result: &str, own: bool) -> Option<Value> {
         let result: Value = serde_json::from_str(result).ok()?;
+        let next = result.get("nextCursor").filter(|c| !c.is_null()).cloned();
         if let Some(tools) = result.get("tools").and_then(Value::as_array) {
+            self.pinning
+                .observe_page(tools, own, next.is_none(), &self.log);
             for tool in tools {
                 if let Some(mut info) = ToolInfo::from_tool(tool) {
                     // A policy file's read-only marking holds whatever the server says.
@@ -764,7 +850,7 @@ impl Router {
             }
             self.tools_learned = true;
         }
-        result.get("nextCursor").filter(|c| !c.is_null()).cloned()
+        next
     }
 
     // ---------------------------------------------------------------- client roots
@@ -912,14 +998,14 @@ impl Router {
                 if let Some(st) = &mut self.streaming {
                     st.bytes += piece.len();
                 }
-                let _ = self.out.send(piece);
+                self.out.send(piece);
                 return;
             }
             Frame::ChunkEnd(piece) => {
                 let piece = terminated(piece);
                 let st = self.streaming.take();
                 let total = st.as_ref().map_or(0, |s| s.bytes) + piece.len();
-                let _ = self.out.send(piece);
+                self.out.send(piece);
                 if let Some(p) = st.and_then(|s| self.pending.remove(&s.key)) {
                     if let Some(mut rec) = p.record {
                         rec.latency = p.started.elapsed();
@@ -935,13 +1021,13 @@ impl Router {
             Ok(env) => env,
             Err(_) => {
                 // Not ours to judge: the client sees exactly what the server sent.
-                let _ = self.out.send(terminated(line));
+                self.out.send(terminated(line));
                 return;
             }
         };
         if let Some(method) = env.method.as_deref() {
             if method == "notifications/tools/list_changed" {
-                let _ = self.out.send(terminated(line.clone()));
+                self.out.send(terminated(line.clone()));
                 self.fetching = None;
                 self.fetch_failed = false;
                 self.start_fetch(child);
@@ -952,11 +1038,11 @@ impl Router {
                     self.server_roots_requests.insert(message::id_key(id));
                 }
             }
-            let _ = self.out.send(terminated(line.clone()));
+            self.out.send(terminated(line.clone()));
             return;
         }
         let Some(id) = env.id else {
-            let _ = self.out.send(terminated(line.clone()));
+            self.out.send(terminated(line.clone()));
             return;
         };
         let key = message::id_key(id);
@@ -964,7 +1050,7 @@ impl Router {
             match own {
                 Own::ToolsList => {
                     let next = match env.result {
-                        Some(result) => self.learn_tools(result.get()),
+                        Some(result) => self.learn_tools(result.get(), true),
                         None => {
                             tracing::warn!("the server refused the proxy's tools/list; judging calls by their values");
                             self.fetch_failed = true;
@@ -1002,11 +1088,15 @@ impl Router {
         }
         let pending = self.pending.remove(&key);
         let discover_done = matches!(&pending, Some(p) if p.kind == Kind::Discover);
+        let mut pinned_listing = None;
         if let Some(p) = pending {
             if p.kind == Kind::ToolsList {
                 if let Some(result) = env.result {
-                    let _ = self.learn_tools(result.get());
+                    let _ = self.learn_tools(result.get(), false);
                 }
+                // --pin block: the only server message the proxy rewrites, and only when a
+                // changed tool must be hidden (see Pinning::hide_unapproved).
+                pinned_listing = self.pinning.hide_unapproved(Frame::content(&line));
             }
             if let Some(mut rec) = p.record {
                 rec.latency = p.started.elapsed();
@@ -1017,7 +1107,8 @@ impl Router {
                 self.log.record(&rec);
             }
         }
-        let _ = self.out.send(terminated(line));
+        self.out
+            .send(pinned_listing.unwrap_or_else(|| terminated(line)));
         if discover_done && !self.saw_initialize && !self.tools_learned {
             self.start_fetch(child);
         }
@@ -1047,7 +1138,7 @@ impl Router {
             key,
             bytes: first.len(),
         });
-        let _ = self.out.send(first);
+        self.out.send(first);
     }
 
     /// The server is gone: every request it will never answer gets an error.

@@ -1,0 +1,321 @@
+//! Tool pinning in the proxy (rug-pull detection): every `tools/list` page the proxy sees is
+//! compared with the server's pins, changes are reported, and `--pin block` holds changed
+//! tools back from the client until a person approves them.
+//!
+//! The pin store itself (hashing, trust on first use, approval) is
+//! [`crate::policy::pins`]; this module decides *when* the proxy touches it and what the client
+//! and the logs see. Only `tools/list` results reach the store (read, compare, save when
+//! something new was recorded): `tools/call` consults an in-memory set, so pin I/O never sits
+//! on the call path.
+//!
+//! The store is re-read for every page rather than cached, so `mcpjail pin approve`, run while
+//! the proxy is up, takes effect at the server's next listing and is not overwritten by a
+//! stale copy held here.
+//!
+//! Removals need the whole listing (a tool missing from page 1 may be on page 2), so they are
+//! computed only over the proxy's own fetch, which always walks every page. The client's
+//! listings still report additions and changes, and are still filtered in block mode.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use super::audit::CallLog;
+use super::check::Refusal;
+use crate::policy::pins::{PinError, PinMode, PinStore};
+use crate::policy::Access;
+
+/// The proxy's pinning state for one session.
+#[derive(Debug)]
+pub struct Pinning {
+    mode: PinMode,
+    server: String,
+    home: Option<PathBuf>,
+    /// Tools whose latest listed definition differs from the pin (pending approval).
+    unapproved: HashSet<String>,
+    /// Changes already reported (`changed <name> <hash>`, `removed <name>`): a server listed
+    /// many times (each client request, each list_changed) reports each change once.
+    reported: HashSet<String>,
+    /// Names on the pages of the proxy's own fetch so far; `None` outside a fetch.
+    own_listing: Option<HashSet<String>>,
+    /// The store could not be read or written: reported once, not again for every page.
+    store_failed: bool,
+}
+
+/// Can `--pin block` work for this server? Checked once at start-up (the name must be usable
+/// as a file name, the state directory known, an existing pin file readable): a user who asked
+/// for blocking gets an error before the server starts, not a session without protection. In
+/// the default warn mode the same problems are reported once during the session instead, so a
+/// damaged pin file never keeps a server from starting.
+pub fn check_settings(server: &str, mode: PinMode, home: Option<&Path>) -> Result<(), PinError> {
+    if mode != PinMode::Block {
+        return Ok(());
+    }
+    PinStore::load_for_server(server, home).map(|_| ())
+}
+
+impl Pinning {
+    pub fn new(mode: PinMode, server: &str, home: Option<PathBuf>) -> Pinning {
+        Pinning {
+            mode,
+            server: server.to_string(),
+            home,
+            unapproved: HashSet::new(),
+            reported: HashSet::new(),
+            own_listing: None,
+            store_failed: false,
+        }
+    }
+
+    /// The proxy starts its own `tools/list` fetch (first page).
+    pub fn begin_own_listing(&mut self) {
+        if self.mode != PinMode::Off {
+            self.own_listing = Some(HashSet::new());
+        }
+    }
+
+    /// One `tools/list` page: pin new tools, record and report changed ones, and (at the end
+    /// of the proxy's own fetch) report removed ones. `own`: the page answers the proxy's own
+    /// fetch; `last`: it has no `nextCursor`.
+    pub fn observe_page(&mut self, tools: &[Value], own: bool, last: bool, log: &CallLog) {
+        if self.mode == PinMode::Off {
+            return;
+        }
+        let mut store = match PinStore::load_for_server(&self.server, self.home.as_deref()) {
+            Ok(store) => store,
+            Err(err) => {
+                self.store_failure(&err);
+                return;
+            }
+        };
+        // Compare before observing: the diff is what this listing shows, even if saving fails.
+        let diff = store.compare(tools);
+        if let Err(err) = store.observe(tools) {
+            self.store_failure(&err);
+        }
+        for tool in tools {
+            let Some(name) = tool.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            if store.is_approved(tool) {
+                self.unapproved.remove(name);
+            } else {
+                self.unapproved.insert(name.to_string());
+            }
+        }
+
+        if !diff.added.is_empty() {
+            let names = shown_names(&diff.added);
+            tracing::info!("pinned {} new tool(s): {names}", diff.added.len());
+            log.note(&format!(
+                "pins: pinned {} new tool(s) on first sight: {names}",
+                diff.added.len()
+            ));
+            log.event(
+                "pin",
+                json!({"change": "added", "tools": diff.added, "pin_file": store.path()}),
+            );
+        }
+        for name in &diff.changed {
+            let hash = tools
+                .iter()
+                .find(|t| t.get("name").and_then(Value::as_str) == Some(name))
+                .map(crate::policy::pins::tool_hash)
+                .unwrap_or_default();
+            if !self.reported.insert(format!("changed {name} {hash}")) {
+                continue;
+            }
+            self.reported.remove(&format!("removed {name}"));
+            let consequence = match self.mode {
+                PinMode::Block => "hidden from the client and refused until approved",
+                _ => "still offered to the client (--pin warn)",
+            };
+            let approve = self.approve_command(name);
+            tracing::warn!(
+                "tool {} of server {} changed since it was pinned (description, input schema or \
+                 annotations): {consequence}; review it with `mcpjail pin list {}` and accept it \
+                 with `{approve}`",
+                shown(name),
+                shown(&self.server),
+                shell_word(&self.server)
+            );
+            log.note(&format!(
+                "pins: tool {} CHANGED since it was pinned: {consequence}; approve with `{approve}`",
+                shown(name)
+            ));
+            log.event(
+                "pin",
+                json!({"change": "changed", "tool": name, "hash": hash,
+                       "blocked": self.mode == PinMode::Block, "approve": approve}),
+            );
+        }
+
+        if own {
+            if let Some(listing) = self.own_listing.as_mut() {
+                for tool in tools {
+                    if let Some(name) = tool.get("name").and_then(Value::as_str) {
+                        listing.insert(name.to_string());
+                    }
+                }
+            }
+            if last {
+                if let Some(listing) = self.own_listing.take() {
+                    self.report_removed(&store, &listing, log);
+                }
+            }
+        }
+    }
+
+    fn report_removed(&mut self, store: &PinStore, listing: &HashSet<String>, log: &CallLog) {
+        let removed: Vec<String> = store
+            .file()
+            .tools
+            .keys()
+            .filter(|name| !listing.contains(*name))
+            .filter(|name| self.reported.insert(format!("removed {name}")))
+            .cloned()
+            .collect();
+        for name in &removed {
+            self.unapproved.remove(name);
+        }
+        if removed.is_empty() {
+            return;
+        }
+        let names = shown_names(&removed);
+        tracing::info!("pinned tool(s) no longer listed: {names}");
+        log.note(&format!(
+            "pins: {} pinned tool(s) no longer listed (their pins are kept): {names}",
+            removed.len()
+        ));
+        log.event("pin", json!({"change": "removed", "tools": removed}));
+    }
+
+    fn store_failure(&mut self, err: &PinError) {
+        if !std::mem::replace(&mut self.store_failed, true) {
+            tracing::error!(
+                "tool pinning for server {}: {err}; hint: fix or remove the pin file, or run \
+                 with --pin off",
+                shown(&self.server)
+            );
+        }
+    }
+
+    fn approve_command(&self, tool: &str) -> String {
+        format!(
+            "mcpjail pin approve {} {}",
+            shell_word(&self.server),
+            shell_word(tool)
+        )
+    }
+
+    /// `--pin block`: the refusal for a `tools/call` of a changed, unapproved tool (the same
+    /// shape as a path denial, so clients show it the same way). In-memory only.
+    pub fn refusal(&self, tool: &str) -> Option<Refusal> {
+        if self.mode != PinMode::Block || !self.unapproved.contains(tool) {
+            return None;
+        }
+        Some(Refusal {
+            argument: String::new(),
+            path: String::new(),
+            access: Access::Read,
+            reason: format!(
+                "the tool `{tool}` changed since it was pinned (its description, input schema or \
+                 annotations differ from the approved definition), and --pin block holds it back \
+                 until a person approves the change with `{}`",
+                self.approve_command(tool)
+            ),
+            kind: "pin_changed",
+            roots: Vec::new(),
+        })
+    }
+
+    /// `--pin block`: the client's `tools/list` response without the unapproved tools, or
+    /// `None` when nothing has to go (the caller then forwards the server's original bytes).
+    ///
+    /// This is the one place the proxy re-serialises a server message: hiding a tool cannot be
+    /// done by forwarding bytes unchanged, and forwarding the poisoned description is exactly
+    /// what block mode exists to prevent. Everything else in the message is kept as parsed.
+    pub fn hide_unapproved(&self, line: &[u8]) -> Option<Bytes> {
+        if self.mode != PinMode::Block || self.unapproved.is_empty() {
+            return None;
+        }
+        let mut msg: Value = serde_json::from_slice(line).ok()?;
+        let tools = msg.pointer_mut("/result/tools")?.as_array_mut()?;
+        let before = tools.len();
+        tools.retain(|t| {
+            t.get("name")
+                .and_then(Value::as_str)
+                .is_none_or(|name| !self.unapproved.contains(name))
+        });
+        if tools.len() == before {
+            return None;
+        }
+        let mut out = serde_json::to_vec(&msg).ok()?;
+        out.push(b'\n');
+        Some(Bytes::from(out))
+    }
+}
+
+/// A server-chosen name for a log line: control characters escaped, so a tool name cannot
+/// forge or hide log lines.
+fn shown(name: &str) -> String {
+    if name.chars().any(char::is_control) {
+        format!("{:?}", name)
+    } else {
+        name.to_string()
+    }
+}
+
+fn shown_names(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| shown(n))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Quote a word for a shell command line only when it needs it.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@' | '/'));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hiding_rewrites_only_when_needed() {
+        let mut p = Pinning::new(PinMode::Block, "srv", None);
+        let line = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a"},{"name":"b"}],"nextCursor":"x"}}"#;
+        assert!(p.hide_unapproved(line).is_none());
+        p.unapproved.insert("b".into());
+        let out: Value = serde_json::from_slice(&p.hide_unapproved(line).unwrap()).unwrap();
+        assert_eq!(
+            out,
+            json!({"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a"}],"nextCursor":"x"}})
+        );
+        assert!(p.refusal("b").is_some());
+        assert!(p.refusal("a").is_none());
+        let mut warn = Pinning::new(PinMode::Warn, "srv", None);
+        warn.unapproved.insert("b".into());
+        assert!(warn.hide_unapproved(line).is_none());
+        assert!(warn.refusal("b").is_none());
+    }
+
+    #[test]
+    fn quotes_and_escapes_server_chosen_words() {
+        assert_eq!(shell_word("read_file"), "read_file");
+        assert_eq!(shell_word("it's here"), r"'it'\''s here'");
+        assert_eq!(shown("a\nb"), r#""a\nb""#);
+    }
+}

@@ -1,0 +1,440 @@
+//! Tool pinning through the real proxy: a real `mcpjail-proxy` in front of the fixture server,
+//! whose `trigger_list_changed` tool changes its own description and sends
+//! `notifications/tools/list_changed` (a rug pull). Each mode is shown catching it (or, for
+//! `off`, recording nothing), with control runs: the same call before the change, or in warn
+//! mode, reaches the server (its `FIXTURE-CALL` stderr line). Every run has its own
+//! `XDG_STATE_HOME`, so the real `~/.local/state` is never touched.
+
+mod proxy_support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use proxy_support::*;
+use serde_json::{json, Value};
+
+const CLI: &str = env!("CARGO_BIN_EXE_mcpjail");
+const TOOL: &str = "trigger_list_changed";
+const ORIGINAL: &str = "Change the tool list";
+const CHANGED: &str = "Change the tool list (already changed)";
+
+/// A scratch tree plus a private state directory for the pins.
+struct Env {
+    tree: Tree,
+    state: PathBuf,
+}
+
+impl Env {
+    fn new() -> Env {
+        let tree = Tree::new();
+        let state = tree.root().join("state");
+        Env { tree, state }
+    }
+
+    fn pin_file(&self, name: &str) -> PathBuf {
+        self.state.join(format!("mcpjail/pins/{name}.json"))
+    }
+
+    /// `mcpjail-proxy <args> -- fixture <scope>`; `fixture_env` knobs reach the server through
+    /// `--env-keep`. XDG_STATE_HOME is the proxy's own setting, never passed to the server.
+    fn proxy(&self, args: &[&str], fixture_env: &[(&str, &str)]) -> Session {
+        let t = &self.tree;
+        let mut c = Command::new(PROXY);
+        c.args(args);
+        for (k, _) in fixture_env {
+            c.arg("--env-keep").arg(k);
+        }
+        c.arg("--").arg(FIXTURE).arg(t.scope());
+        c.current_dir(t.scope())
+            .env("HOME", t.root().join("home"))
+            .env("XDG_STATE_HOME", &self.state)
+            .env("NO_COLOR", "1")
+            .env_remove("MCPJAIL_LOG")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in fixture_env {
+            c.env(k, v);
+        }
+        Session::spawn(c)
+    }
+
+    /// `mcpjail pin ARGS…` with the same state directory.
+    fn pin_cli(&self, args: &[&str]) -> std::process::Output {
+        Command::new(CLI)
+            .arg("pin")
+            .args(args)
+            .env("HOME", self.tree.root().join("home"))
+            .env("XDG_STATE_HOME", &self.state)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("run mcpjail pin")
+    }
+}
+
+fn list_tools(s: &mut Session) -> Vec<Value> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<Value> = None;
+    loop {
+        let params = match &cursor {
+            Some(c) => json!({ "cursor": c }),
+            None => json!({}),
+        };
+        let r = s.request("tools/list", params);
+        tools.extend(r["result"]["tools"].as_array().cloned().unwrap_or_default());
+        match r["result"].get("nextCursor") {
+            Some(c) if !c.is_null() => cursor = Some(c.clone()),
+            _ => return tools,
+        }
+    }
+}
+
+fn description<'a>(tools: &'a [Value], name: &str) -> Option<&'a str> {
+    tools
+        .iter()
+        .find(|t| t["name"] == json!(name))
+        .map(|t| t["description"].as_str().unwrap_or_default())
+}
+
+/// How many calls of `tool` reached the server (after a barrier, so none is still in transit).
+fn calls_reaching_server(s: &mut Session, tool: &str) -> usize {
+    s.barrier();
+    s.fixture_calls()
+        .iter()
+        .filter(|l| l.contains(&format!("\"tool\":\"{tool}\"")))
+        .count()
+}
+
+/// Pull the rug: call the tool that changes itself (this call is before the change, so it
+/// reaches the server in every mode).
+fn rug_pull(s: &mut Session) {
+    let r = s.call(TOOL, json!({}));
+    assert_eq!(result_text(&r), "tool list changed", "{r}");
+}
+
+fn audit_events(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["event"] == json!("pin"))
+        .collect()
+}
+
+fn stderr_text(s: &Session) -> String {
+    s.stderr.lock().unwrap().join("\n")
+}
+
+/// The stderr line containing `needle`, whether it already went by (a barrier's wait may have
+/// read past it) or is still to come.
+fn saw(s: &mut Session, needle: &str) -> String {
+    let seen = s
+        .stderr
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|l| l.contains(needle))
+        .cloned();
+    seen.unwrap_or_else(|| s.wait_stderr(needle))
+}
+
+#[test]
+fn first_run_pins_every_tool_under_xdg_state_home_per_server_name() {
+    let e = Env::new();
+    let audit = e.tree.root().join("audit.jsonl");
+    let audit_arg = audit.display().to_string();
+    let mut s = e.proxy(&["--name", "fx", "--log", "--log-file", &audit_arg], &[]);
+    s.initialize();
+    let tools = list_tools(&mut s);
+    assert_eq!(tools.len(), 12, "{tools:?}");
+    let line = saw(&mut s, "pins: pinned 12 new tool(s)");
+    assert!(line.contains("read_file") && line.contains(TOOL), "{line}");
+
+    let file: Value = serde_json::from_slice(&std::fs::read(e.pin_file("fx")).unwrap()).unwrap();
+    assert_eq!(file["server"], json!("fx"));
+    let pinned = file["tools"].as_object().unwrap();
+    assert_eq!(pinned.len(), 12, "{file}");
+    for t in &tools {
+        let name = t["name"].as_str().unwrap();
+        assert_eq!(
+            pinned[name]["hash"].as_str().unwrap(),
+            mcpjail::policy::pins::tool_hash(t),
+            "{name} is pinned with the hash of what the server listed"
+        );
+    }
+    assert!(
+        !e.tree.root().join("home/.local/state").exists(),
+        "XDG_STATE_HOME must be used, not ~/.local/state"
+    );
+    let events = audit_events(&audit);
+    assert!(
+        events
+            .iter()
+            .any(|ev| ev["change"] == json!("added") && ev["tools"].as_array().unwrap().len() == 12),
+        "{events:?}"
+    );
+    drop(s);
+
+    // The same server again: nothing new, nothing reported; pins are kept per --name.
+    let mut s = e.proxy(&["--name", "fx", "--log"], &[]);
+    s.initialize();
+    list_tools(&mut s);
+    calls_reaching_server(&mut s, "echo");
+    let err = stderr_text(&s);
+    assert!(!err.contains("pins:"), "{err}");
+    drop(s);
+    let mut s = e.proxy(&["--name", "fx-other", "--log"], &[]);
+    s.initialize();
+    list_tools(&mut s);
+    saw(&mut s, "pins: pinned 12 new tool(s)");
+    assert!(e.pin_file("fx-other").is_file());
+}
+
+#[test]
+fn warn_reports_the_rug_pull_and_the_tool_stays_callable() {
+    let e = Env::new();
+    let audit = e.tree.root().join("audit.jsonl");
+    let audit_arg = audit.display().to_string();
+    let mut s = e.proxy(
+        &[
+            "--name",
+            "fx",
+            "--pin",
+            "warn",
+            "--log",
+            "--log-file",
+            &audit_arg,
+        ],
+        &[],
+    );
+    s.initialize();
+    assert_eq!(description(&list_tools(&mut s), TOOL), Some(ORIGINAL));
+    rug_pull(&mut s);
+
+    let line = saw(&mut s, &format!("pins: tool {TOOL} CHANGED"));
+    assert!(
+        line.contains(&format!("mcpjail pin approve fx {TOOL}")),
+        "{line}"
+    );
+    let warning = saw(&mut s, "changed since it was pinned (");
+    assert!(warning.contains("WARN"), "a tracing warning: {warning}");
+    assert!(
+        warning.contains(&format!("mcpjail pin approve fx {TOOL}")),
+        "{warning}"
+    );
+
+    // Still offered, in its new form, and still callable.
+    let tools = list_tools(&mut s);
+    assert_eq!(description(&tools, TOOL), Some(CHANGED));
+    assert!(description(&tools, "late_tool").is_some());
+    let r = s.call(TOOL, json!({}));
+    assert_eq!(result_text(&r), "tool list changed", "{r}");
+    assert_eq!(calls_reaching_server(&mut s, TOOL), 2);
+
+    let events = audit_events(&audit);
+    let changed: Vec<&Value> = events
+        .iter()
+        .filter(|ev| ev["change"] == json!("changed"))
+        .collect();
+    assert_eq!(
+        changed.len(),
+        1,
+        "reported once, not per listing: {events:?}"
+    );
+    assert_eq!(changed[0]["tool"], json!(TOOL));
+    assert_eq!(changed[0]["blocked"], json!(false));
+    assert!(events
+        .iter()
+        .any(|ev| ev["change"] == json!("added") && ev["tools"] == json!(["late_tool"])));
+
+    // The change is pending in the pin file, for `mcpjail pin list`.
+    let out = e.pin_cli(&["list", "fx"]);
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listing.contains(TOOL) && listing.contains("CHANGED"),
+        "{listing}"
+    );
+    drop(s);
+
+    // A later run of the unchanged server, paged: `late_tool` is gone (reported once, from the
+    // whole listing: tools on other pages are not "removed"), and the original definition is
+    // the pin again, so nothing is changed.
+    let mut s = e.proxy(&["--name", "fx", "--log"], &[("FIXTURE_PAGE_SIZE", "5")]);
+    s.initialize();
+    let tools = list_tools(&mut s);
+    assert_eq!(tools.len(), 12);
+    let line = saw(&mut s, "no longer listed");
+    assert!(
+        line.contains("1 pinned tool(s)") && line.ends_with("late_tool"),
+        "{line}"
+    );
+    calls_reaching_server(&mut s, "echo");
+    assert!(!stderr_text(&s).contains("CHANGED"));
+}
+
+#[test]
+fn block_hides_and_refuses_the_changed_tool_until_approved() {
+    let e = Env::new();
+    let mut s = e.proxy(&["--name", "fx", "--pin", "block", "--log"], &[]);
+    s.initialize();
+    assert_eq!(description(&list_tools(&mut s), TOOL), Some(ORIGINAL));
+    // Control: before the change the call reaches the server.
+    rug_pull(&mut s);
+    assert_eq!(calls_reaching_server(&mut s, TOOL), 1);
+    saw(&mut s, &format!("pins: tool {TOOL} CHANGED"));
+
+    let tools = list_tools(&mut s);
+    assert_eq!(
+        description(&tools, TOOL),
+        None,
+        "hidden from the client: {tools:?}"
+    );
+    assert!(
+        description(&tools, "late_tool").is_some(),
+        "a new tool is pinned, not hidden"
+    );
+    assert_eq!(tools.len(), 12, "everything else is still listed");
+
+    let r = s.call(TOOL, json!({}));
+    assert!(is_denial(&r), "{r}");
+    let text = result_text(&r);
+    for needle in [
+        TOOL,
+        "changed since it was pinned",
+        "mcpjail pin approve fx trigger_list_changed",
+    ] {
+        assert!(text.contains(needle), "{needle:?} in {text}");
+    }
+    assert_eq!(
+        r["result"]["_meta"]["mcpjail/denial"]["kind"],
+        json!("pin_changed")
+    );
+    assert!(
+        r["result"].get("resultType").is_none(),
+        "an older-era result: {r}"
+    );
+    assert_eq!(
+        calls_reaching_server(&mut s, TOOL),
+        1,
+        "the refused call never reached the server"
+    );
+    drop(s);
+
+    // A new session of the already-changed server, with --deny-as error: hidden from the very
+    // first listing, refused with a JSON-RPC error.
+    let late = [("FIXTURE_LATE_TOOLS", "1")];
+    let mut s = e.proxy(
+        &["--name", "fx", "--pin", "block", "--deny-as", "error"],
+        &late,
+    );
+    s.initialize();
+    assert_eq!(description(&list_tools(&mut s), TOOL), None);
+    let r = s.call(TOOL, json!({}));
+    assert_eq!(r["error"]["code"], json!(-32602), "{r}");
+    let msg = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("mcpjail pin approve fx trigger_list_changed"),
+        "{msg}"
+    );
+    assert_eq!(calls_reaching_server(&mut s, TOOL), 0);
+    drop(s);
+
+    // Control: the same changed server with --pin warn offers and runs it.
+    let mut s = e.proxy(&["--name", "fx", "--pin", "warn"], &late);
+    s.initialize();
+    assert_eq!(description(&list_tools(&mut s), TOOL), Some(CHANGED));
+    rug_pull(&mut s);
+    assert_eq!(calls_reaching_server(&mut s, TOOL), 1);
+    drop(s);
+
+    // Approval makes the new definition the pin: the next block run shows it and allows it.
+    let out = e.pin_cli(&["approve", "fx", TOOL]);
+    assert!(
+        out.status.success(),
+        "approve: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut s = e.proxy(&["--name", "fx", "--pin", "block", "--log"], &late);
+    s.initialize();
+    assert_eq!(description(&list_tools(&mut s), TOOL), Some(CHANGED));
+    rug_pull(&mut s);
+    assert_eq!(calls_reaching_server(&mut s, TOOL), 1);
+    assert!(!stderr_text(&s).contains("CHANGED"));
+}
+
+#[test]
+fn block_hides_on_the_right_page_of_a_paged_listing() {
+    let e = Env::new();
+    let paged = [("FIXTURE_PAGE_SIZE", "5")];
+    let mut s = e.proxy(&["--name", "fx", "--pin", "block"], &paged);
+    s.initialize();
+    assert_eq!(list_tools(&mut s).len(), 12);
+    rug_pull(&mut s);
+    // The proxy's own fetch walks all pages before the client's listing is answered.
+    let tools = list_tools(&mut s);
+    assert_eq!(description(&tools, TOOL), None, "{tools:?}");
+    assert_eq!(tools.len(), 12, "11 old tools + late_tool");
+    assert!(is_denial(&s.call(TOOL, json!({}))));
+}
+
+#[test]
+fn off_records_nothing() {
+    let e = Env::new();
+    let mut s = e.proxy(&["--name", "fx", "--pin", "off", "--log"], &[]);
+    s.initialize();
+    list_tools(&mut s);
+    rug_pull(&mut s);
+    let tools = list_tools(&mut s);
+    assert_eq!(description(&tools, TOOL), Some(CHANGED));
+    let r = s.call(TOOL, json!({}));
+    assert_eq!(result_text(&r), "tool list changed", "{r}");
+    assert_eq!(calls_reaching_server(&mut s, TOOL), 2);
+    let err = stderr_text(&s);
+    assert!(!err.contains("pins:") && !err.contains("pinned"), "{err}");
+    assert!(
+        !e.state.exists(),
+        "--pin off must not create the state directory"
+    );
+    assert!(!e.tree.root().join("home/.local/state").exists());
+}
+
+#[test]
+fn block_with_an_unusable_name_refuses_to_start() {
+    let e = Env::new();
+    let mut s = e.proxy(&["--name", "../escape", "--pin", "block"], &[]);
+    assert_eq!(s.wait_exit(), 1);
+    let line = saw(&mut s, "--pin block cannot work");
+    assert!(line.contains("../escape"), "{line}");
+    saw(&mut s, "hint:");
+}
+
+#[test]
+fn block_refusal_is_a_complete_result_in_the_stateless_era() {
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    let e = Env::new();
+    let mut s = e.proxy(&["--name", "fx", "--pin", "block"], &[]);
+    let mut id = 0;
+    let mut req = |s: &mut Session, method: &str, mut params: Value| {
+        id += 1;
+        params["_meta"] = meta.clone();
+        s.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        s.response_to(&json!(id))
+    };
+    req(&mut s, "server/discover", json!({}));
+    let r = req(&mut s, "tools/list", json!({}));
+    assert!(description(r["result"]["tools"].as_array().unwrap(), TOOL).is_some());
+    let r = req(&mut s, "tools/call", json!({"name": TOOL, "arguments": {}}));
+    assert_eq!(result_text(&r), "tool list changed", "{r}");
+    let r = req(&mut s, "tools/list", json!({}));
+    assert_eq!(
+        description(r["result"]["tools"].as_array().unwrap(), TOOL),
+        None,
+        "{r}"
+    );
+    let r = req(&mut s, "tools/call", json!({"name": TOOL, "arguments": {}}));
+    assert!(is_denial(&r), "{r}");
+    assert_eq!(r["result"]["resultType"], json!("complete"), "{r}");
+    assert_eq!(calls_reaching_server(&mut s, TOOL), 1);
+}
