@@ -808,8 +808,7 @@ fn find_program(program: &str, cwd: &Path) -> Option<PathBuf> {
 
 /// Record `p` (as typed and canonical), the install tree around it, the prefix of an interpreter
 /// install (`/opt/py/bin/python3` → `/opt/py`, where its standard library lives; see
-/// [`interpreter_prefix`]) and
-/// the interpreter of a `#!` script.
+/// [`interpreter_prefix`]) and the interpreter of a `#!` script.
 ///
 /// Never `/`, the home directory or one of its ancestors: a prefix that wide (`~/bin/server`
 /// gives `~`) is replaced by the file it came from.
