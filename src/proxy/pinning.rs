@@ -210,6 +210,13 @@ impl Pinning {
         )
     }
 
+    /// `--pin block`: a call that arrives while the proxy is fetching the tool list (at start,
+    /// or after `notifications/tools/list_changed`) waits for it, so a tool changed in that
+    /// listing is refused rather than slipping through before the proxy has seen the change.
+    pub fn judges_calls_after_listing(&self) -> bool {
+        self.mode == PinMode::Block
+    }
+
     /// `--pin block`: the refusal for a `tools/call` of a changed, unapproved tool (the same
     /// shape as a path denial, so clients show it the same way). In-memory only.
     pub fn refusal(&self, tool: &str) -> Option<Refusal> {
