@@ -17,8 +17,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 use tokio_util::sync::CancellationToken;
 
 use super::audit::{CallLog, CallRecord};
@@ -70,7 +72,7 @@ struct Router {
     ctx: ResolveContext,
     scope: Scope,
     log: CallLog,
-    out: mpsc::UnboundedSender<Bytes>,
+    out: ClientOut,
     tools: HashMap<String, ToolInfo>,
     /// A `tools/list` result (ours or the client's) has been seen.
     tools_learned: bool,
@@ -157,7 +159,15 @@ where
     tracing::debug!(pid = child.pid, "server started");
 
     let (out_tx, out_rx) = mpsc::unbounded_channel::<Bytes>();
-    let writer = tokio::spawn(write_loop(client_out, out_rx));
+    let counter = OutCounter {
+        queued: Arc::new(AtomicUsize::new(0)),
+        drained: Arc::new(Notify::new()),
+    };
+    let out = ClientOut {
+        tx: out_tx,
+        counter: counter.clone(),
+    };
+    let writer = tokio::spawn(write_loop(client_out, out_rx, counter.clone()));
     let mut client = FramedReader::new(client_in, config.max_line_bytes);
 
     let nonce = format!(
@@ -177,7 +187,7 @@ where
         pinning: Pinning::new(config.pin, &config.name, config.home.clone()),
         config,
         log,
-        out: out_tx,
+        out,
         tools: HashMap::new(),
         tools_learned: false,
         fetching: None,
@@ -226,7 +236,10 @@ where
                     }
                 }
             }
-            frame = child.stdout.next_frame(), if !child.stdout_eof => {
+            // Backpressure: while the client is slow to read, stop reading the server (it
+            // blocks on its pipe) instead of queueing its output in our memory.
+            _ = counter.drained.notified(), if counter.backlogged() => {}
+            frame = child.stdout.next_frame(), if !child.stdout_eof && !counter.backlogged() => {
                 match frame {
                     Ok(Some(frame)) => router.on_server_frame(frame, &mut child),
                     Ok(None) | Err(_) => {
@@ -300,21 +313,63 @@ async fn sleep_until_opt(at: Option<Instant>) {
     }
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(mut w: W, mut rx: mpsc::UnboundedReceiver<Bytes>) {
+/// Above this many bytes queued for the client, the server is not read.
+const OUT_HIGH_WATER: usize = 1024 * 1024;
+
+/// Bytes queued for the client, shared by the router (adds) and the writer (subtracts).
+#[derive(Clone)]
+struct OutCounter {
+    queued: Arc<AtomicUsize>,
+    drained: Arc<Notify>,
+}
+
+impl OutCounter {
+    fn backlogged(&self) -> bool {
+        self.queued.load(Ordering::Relaxed) >= OUT_HIGH_WATER
+    }
+
+    fn written(&self, n: usize) {
+        let before = self.queued.fetch_sub(n, Ordering::Relaxed);
+        if before >= OUT_HIGH_WATER && before - n < OUT_HIGH_WATER {
+            self.drained.notify_one();
+        }
+    }
+}
+
+/// The queue of messages to the client.
+struct ClientOut {
+    tx: mpsc::UnboundedSender<Bytes>,
+    counter: OutCounter,
+}
+
+impl ClientOut {
+    fn send(&self, msg: Bytes) {
+        let n = msg.len();
+        self.counter.queued.fetch_add(n, Ordering::Relaxed);
+        if self.tx.send(msg).is_err() {
+            self.counter.queued.fetch_sub(n, Ordering::Relaxed);
+        }
+    }
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut w: W,
+    mut rx: mpsc::UnboundedReceiver<Bytes>,
+    counter: OutCounter,
+) {
+    // A client that stopped reading must not stall the session: writes fail, messages are
+    // dropped, and the counter still goes down so the server keeps being read.
     let mut broken = false;
     while let Some(msg) = rx.recv().await {
-        if broken {
-            continue;
-        }
-        if w.write_all(&msg).await.is_err() {
+        if !broken && w.write_all(&msg).await.is_err() {
             broken = true;
-            continue;
         }
+        counter.written(msg.len());
         while let Ok(more) = rx.try_recv() {
-            if w.write_all(&more).await.is_err() {
+            if !broken && w.write_all(&more).await.is_err() {
                 broken = true;
-                break;
             }
+            counter.written(more.len());
         }
         if !broken && w.flush().await.is_err() {
             broken = true;
@@ -336,7 +391,7 @@ fn terminated(line: Bytes) -> Bytes {
 
 impl Router {
     fn reply(&self, line: Vec<u8>) {
-        let _ = self.out.send(Bytes::from(line));
+        self.out.send(Bytes::from(line));
     }
 
     fn next_own_id(&mut self) -> String {
@@ -943,14 +998,14 @@ impl Router {
                 if let Some(st) = &mut self.streaming {
                     st.bytes += piece.len();
                 }
-                let _ = self.out.send(piece);
+                self.out.send(piece);
                 return;
             }
             Frame::ChunkEnd(piece) => {
                 let piece = terminated(piece);
                 let st = self.streaming.take();
                 let total = st.as_ref().map_or(0, |s| s.bytes) + piece.len();
-                let _ = self.out.send(piece);
+                self.out.send(piece);
                 if let Some(p) = st.and_then(|s| self.pending.remove(&s.key)) {
                     if let Some(mut rec) = p.record {
                         rec.latency = p.started.elapsed();
@@ -966,13 +1021,13 @@ impl Router {
             Ok(env) => env,
             Err(_) => {
                 // Not ours to judge: the client sees exactly what the server sent.
-                let _ = self.out.send(terminated(line));
+                self.out.send(terminated(line));
                 return;
             }
         };
         if let Some(method) = env.method.as_deref() {
             if method == "notifications/tools/list_changed" {
-                let _ = self.out.send(terminated(line.clone()));
+                self.out.send(terminated(line.clone()));
                 self.fetching = None;
                 self.fetch_failed = false;
                 self.start_fetch(child);
@@ -983,11 +1038,11 @@ impl Router {
                     self.server_roots_requests.insert(message::id_key(id));
                 }
             }
-            let _ = self.out.send(terminated(line.clone()));
+            self.out.send(terminated(line.clone()));
             return;
         }
         let Some(id) = env.id else {
-            let _ = self.out.send(terminated(line.clone()));
+            self.out.send(terminated(line.clone()));
             return;
         };
         let key = message::id_key(id);
@@ -1052,8 +1107,7 @@ impl Router {
                 self.log.record(&rec);
             }
         }
-        let _ = self
-            .out
+        self.out
             .send(pinned_listing.unwrap_or_else(|| terminated(line)));
         if discover_done && !self.saw_initialize && !self.tools_learned {
             self.start_fetch(child);
@@ -1084,7 +1138,7 @@ impl Router {
             key,
             bytes: first.len(),
         });
-        let _ = self.out.send(first);
+        self.out.send(first);
     }
 
     /// The server is gone: every request it will never answer gets an error.
