@@ -438,3 +438,21 @@ fn block_refusal_is_a_complete_result_in_the_stateless_era() {
     assert_eq!(r["result"]["resultType"], json!("complete"), "{r}");
     assert_eq!(calls_reaching_server(&mut s, TOOL), 1);
 }
+
+#[test]
+fn block_judges_a_call_sent_during_the_refetch_against_the_new_listing() {
+    // One tool per page: the proxy's refetch after list_changed takes 13 round trips, and the
+    // call below is sent the moment the rug pull is answered, in the middle of it. The call
+    // must wait for the whole listing (and be refused), not be judged by the stale one.
+    let e = Env::new();
+    let mut s = e.proxy(
+        &["--name", "fx", "--pin", "block"],
+        &[("FIXTURE_PAGE_SIZE", "1")],
+    );
+    s.initialize();
+    assert_eq!(list_tools(&mut s).len(), 12);
+    rug_pull(&mut s);
+    let r = s.call(TOOL, json!({}));
+    assert!(is_denial(&r), "{r}");
+    assert_eq!(calls_reaching_server(&mut s, TOOL), 1);
+}

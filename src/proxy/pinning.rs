@@ -16,7 +16,7 @@
 //! computed only over the proxy's own fetch, which always walks every page. The client's
 //! listings still report additions and changes, and are still filtered in block mode.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
@@ -35,9 +35,11 @@ pub struct Pinning {
     home: Option<PathBuf>,
     /// Tools whose latest listed definition differs from the pin (pending approval).
     unapproved: HashSet<String>,
-    /// Changes already reported (`changed <name> <hash>`, `removed <name>`): a server listed
-    /// many times (each client request, each list_changed) reports each change once.
-    reported: HashSet<String>,
+    /// Changes already reported (tool → the changed hash) and removals already reported: a
+    /// server listed many times (each client request, each list_changed) reports each change
+    /// once; a tool seen as pinned again, or listed again, re-arms its report.
+    reported_changed: HashMap<String, String>,
+    reported_removed: HashSet<String>,
     /// Names on the pages of the proxy's own fetch so far; `None` outside a fetch.
     own_listing: Option<HashSet<String>>,
     /// The store could not be read or written: reported once, not again for every page.
@@ -63,7 +65,8 @@ impl Pinning {
             server: server.to_string(),
             home,
             unapproved: HashSet::new(),
-            reported: HashSet::new(),
+            reported_changed: HashMap::new(),
+            reported_removed: HashSet::new(),
             own_listing: None,
             store_failed: false,
         }
@@ -99,8 +102,10 @@ impl Pinning {
             let Some(name) = tool.get("name").and_then(Value::as_str) else {
                 continue;
             };
+            self.reported_removed.remove(name);
             if store.is_approved(tool) {
                 self.unapproved.remove(name);
+                self.reported_changed.remove(name);
             } else {
                 self.unapproved.insert(name.to_string());
             }
@@ -124,10 +129,10 @@ impl Pinning {
                 .find(|t| t.get("name").and_then(Value::as_str) == Some(name))
                 .map(crate::policy::pins::tool_hash)
                 .unwrap_or_default();
-            if !self.reported.insert(format!("changed {name} {hash}")) {
+            if self.reported_changed.get(name) == Some(&hash) {
                 continue;
             }
-            self.reported.remove(&format!("removed {name}"));
+            self.reported_changed.insert(name.clone(), hash.clone());
             let consequence = match self.mode {
                 PinMode::Block => "hidden from the client and refused until approved",
                 _ => "still offered to the client (--pin warn)",
@@ -174,12 +179,11 @@ impl Pinning {
             .tools
             .keys()
             .filter(|name| !listing.contains(*name))
-            .filter(|name| self.reported.insert(format!("removed {name}")))
+            .filter(|name| self.reported_removed.insert((*name).clone()))
             .cloned()
             .collect();
-        for name in &removed {
-            self.unapproved.remove(name);
-        }
+        // A removed tool stays in `unapproved` if it was there: the server may still accept
+        // calls to a tool it no longer lists, and block mode keeps refusing them.
         if removed.is_empty() {
             return;
         }
@@ -208,6 +212,13 @@ impl Pinning {
             shell_word(&self.server),
             shell_word(tool)
         )
+    }
+
+    /// `--pin block`: a call that arrives while the proxy is fetching the tool list (at start,
+    /// or after `notifications/tools/list_changed`) waits for it, so a tool changed in that
+    /// listing is refused rather than slipping through before the proxy has seen the change.
+    pub fn judges_calls_after_listing(&self) -> bool {
+        self.mode == PinMode::Block
     }
 
     /// `--pin block`: the refusal for a `tools/call` of a changed, unapproved tool (the same

@@ -595,7 +595,7 @@ impl Router {
                 return;
             }
             let known = self.tools.get(name);
-            if known.is_none()
+            if (known.is_none() || self.pinning.judges_calls_after_listing())
                 && !self.fetch_failed
                 && (self.fetching.is_some() || !self.tools_learned)
             {
