@@ -135,7 +135,11 @@ fn measure(cmd: Command) -> Figures {
 
 fn proxy_cmd(scope: &std::path::Path, extra: &[&str]) -> Command {
     let mut c = Command::new(PROXY);
-    c.args(extra).arg("--").arg(FIXTURE).arg(scope);
+    // `--pin off`: a benchmark must not write tool pins into the user's state directory.
+    c.args(extra)
+        .args(["--pin", "off", "--"])
+        .arg(FIXTURE)
+        .arg(scope);
     c
 }
 

@@ -282,6 +282,8 @@ fn list_changed_refetches_and_a_new_tool_is_checked_by_its_schema() {
     // the server (which does not know the tool yet).
     let r = s.call("late_tool", json!({"file": "late.txt"}));
     assert!(r.get("error").is_some(), "{r}");
+    // The fixture's stderr may lag behind its answer on stdout: wait until it caught up.
+    s.barrier();
     assert_eq!(
         s.fixture_calls()
             .iter()
