@@ -946,21 +946,7 @@ impl Router {
         ));
         let msg = "mcpjail restarted the MCP server under a narrower jail (the client's roots \
                    changed) before it answered; retry the request";
-        let mut pending: Vec<Pending> = self.pending.drain().map(|(_, p)| p).collect();
-        pending.sort_by_key(|p| p.started);
-        for p in pending {
-            if let Some(mut rec) = p.record {
-                rec.latency = p.started.elapsed();
-                rec.outcome = "server_restarted";
-                self.log.record(&rec);
-            }
-            self.reply(message::error_line(
-                Some(&p.raw_id),
-                code::INTERNAL_ERROR,
-                msg,
-                None,
-            ));
-        }
+        self.fail_pending("server_restarted", msg);
         // The old server's own requests (roots/list) and our fetches to it are void.
         self.server_roots_requests.clear();
         self.own.retain(|_, o| matches!(o, Own::RootsList));
@@ -1114,6 +1100,26 @@ impl Router {
         }
     }
 
+    /// Answer every request the server has not answered with an internal error (oldest first)
+    /// and log each as `outcome`: the server that owed the answers is gone.
+    fn fail_pending(&mut self, outcome: &'static str, msg: &str) {
+        let mut pending: Vec<Pending> = self.pending.drain().map(|(_, p)| p).collect();
+        pending.sort_by_key(|p| p.started);
+        for p in pending {
+            if let Some(mut rec) = p.record {
+                rec.latency = p.started.elapsed();
+                rec.outcome = outcome;
+                self.log.record(&rec);
+            }
+            self.reply(message::error_line(
+                Some(&p.raw_id),
+                code::INTERNAL_ERROR,
+                msg,
+                None,
+            ));
+        }
+    }
+
     /// A server line is long and still arriving. If its beginning already shows it is a
     /// response to a client request (not to the proxy's own, not a tools/list to learn from),
     /// forward it piece by piece as it arrives instead of holding all of it: a 10 MiB result
@@ -1157,21 +1163,7 @@ impl Router {
                 }
             }
         }
-        let mut pending: Vec<Pending> = self.pending.drain().map(|(_, p)| p).collect();
-        pending.sort_by_key(|p| p.started);
-        for p in pending {
-            if let Some(mut rec) = p.record {
-                rec.latency = p.started.elapsed();
-                rec.outcome = "server_exited";
-                self.log.record(&rec);
-            }
-            self.reply(message::error_line(
-                Some(&p.raw_id),
-                code::INTERNAL_ERROR,
-                &msg,
-                None,
-            ));
-        }
+        self.fail_pending("server_exited", &msg);
     }
 }
 
