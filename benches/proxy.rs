@@ -6,6 +6,11 @@
 //! Targets (issue 2): ≤ 50 µs added per round-trip, ≤ 1.15× wall for the 10 000 calls,
 //! ≤ 1.3× for the 10 MiB result, ≤ 15 MiB proxy peak RSS.
 //!
+//! A second table does the same sequential-call measurement against the real
+//! `@modelcontextprotocol/server-filesystem` (`read_text_file` of a small file in scope), where the
+//! server does real work per call: the ratio a user of a real server sees. It needs
+//! `scripts/test-deps.sh` and says so if `.test-env` is missing.
+//!
 //! Hand-rolled (`harness = false`) rather than criterion: the quantities are whole-process
 //! figures (a session's wall time, a child's peak RSS) that must come from the same run.
 
@@ -207,6 +212,90 @@ fn main() {
             verdict(ratio <= 1.15),
             verdict(big_ratio <= 1.3),
             verdict(rss_ok)
+        );
+    }
+    real_server_table();
+}
+
+const REAL_CALLS: usize = 2_000;
+
+/// Sequential `read_text_file` round-trips against a real server: (median, wall of all calls).
+fn measure_reads(cmd: Command, file: &std::path::Path) -> (Duration, Duration) {
+    let mut s = Session::start(cmd);
+    let read = |i: usize| {
+        serde_json::json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+            "params": {"name": "read_text_file", "arguments": {"path": file}}})
+        .to_string()
+    };
+    // Warm-up (also lets the proxy's own tools/list prefetch finish).
+    for i in 1..=100 {
+        s.roundtrip(&read(i));
+    }
+    let mut lat = Vec::with_capacity(REAL_CALLS);
+    let start = Instant::now();
+    for i in 0..REAL_CALLS {
+        let msg = read(1000 + i);
+        let t = Instant::now();
+        s.roundtrip(&msg);
+        lat.push(t.elapsed());
+    }
+    let wall = start.elapsed();
+    s.finish();
+    lat.sort_unstable();
+    (lat[lat.len() / 2], wall)
+}
+
+fn real_server_table() {
+    let server = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/.test-env/node/node_modules/.bin/mcp-server-filesystem"
+    );
+    if !std::path::Path::new(server).exists() {
+        println!("\nserver-filesystem table: {server} is missing; run scripts/test-deps.sh");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let scope = dir.path().canonicalize().unwrap();
+    let file = scope.join("note.txt");
+    std::fs::write(&file, "a short note\n").unwrap();
+    let mut direct = Command::new(server);
+    direct.arg(&scope);
+    let real_proxy = |extra: &[&str]| {
+        let mut c = Command::new(PROXY);
+        c.args(extra)
+            .args(["--pin", "off", "--", server])
+            .arg(&scope);
+        c
+    };
+    println!(
+        "\nreal server: @modelcontextprotocol/server-filesystem, {REAL_CALLS} sequential read_text_file calls"
+    );
+    println!(
+        "{:<18} {:>10} {:>10} {:>12} {:>10}",
+        "mode", "median", "added", "wall", "ratio"
+    );
+    let (d_median, d_wall) = measure_reads(direct, &file);
+    println!(
+        "{:<18} {:>8}µs {:>10} {:>10}ms {:>10}",
+        "direct",
+        d_median.as_micros(),
+        "-",
+        d_wall.as_millis(),
+        "-"
+    );
+    for (name, cmd) in [
+        ("proxy --no-jail", real_proxy(&["--no-jail"])),
+        ("proxy (jailed)", real_proxy(&[])),
+    ] {
+        let (median, wall) = measure_reads(cmd, &file);
+        let added = median.as_secs_f64() * 1e6 - d_median.as_secs_f64() * 1e6;
+        println!(
+            "{:<18} {:>8}µs {:>8.1}µs {:>10}ms {:>9.3}x",
+            name,
+            median.as_micros(),
+            added,
+            wall.as_millis(),
+            wall.as_secs_f64() / d_wall.as_secs_f64()
         );
     }
 }
