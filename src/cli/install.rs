@@ -282,14 +282,13 @@ pub fn run_install(args: InstallArgs, global: &GlobalArgs) -> anyhow::Result<Exi
         eprintln!("nothing to wrap: every local server is already wrapped or skipped");
         return Ok(exit_for(problems.len()));
     }
-    print_diffs(&host, &plans, stdout_color(global))?;
-    print_refusals(&host, &plans, args.force);
-    if args.dry_run {
-        return Ok(exit_for(problems.len()));
-    }
-    if !confirm(args.yes, "write")? {
-        eprintln!("nothing written");
-        return Ok(ExitCode::from(1));
+    let review = Review {
+        dry_run: args.dry_run,
+        yes: args.yes,
+        force: args.force,
+    };
+    if let Some(code) = review_plans(&host, &plans, problems.len(), &review, global)? {
+        return Ok(code);
     }
     let installs = host.installs_dir();
     let failed = commit_all(&host, &plans, args.force, global.quiet, "wrapped", |plan| {
@@ -302,6 +301,34 @@ pub fn run_install(args: InstallArgs, global: &GlobalArgs) -> anyhow::Result<Exi
         );
     }
     Ok(exit_for(failed + problems.len()))
+}
+
+/// The flags that decide whether planned edits are written.
+struct Review {
+    dry_run: bool,
+    yes: bool,
+    force: bool,
+}
+
+/// Show what install/uninstall would write (diffs, then what a running client forbids), then
+/// stop for `--dry-run` or a "no" at the prompt. `Some(code)` means stop with that status.
+fn review_plans(
+    host: &HostEnv,
+    plans: &[FilePlan],
+    problems: usize,
+    review: &Review,
+    global: &GlobalArgs,
+) -> anyhow::Result<Option<ExitCode>> {
+    print_diffs(host, plans, stdout_color(global))?;
+    print_refusals(host, plans, review.force);
+    if review.dry_run {
+        return Ok(Some(exit_for(problems)));
+    }
+    if !confirm(review.yes, "write")? {
+        eprintln!("nothing written");
+        return Ok(Some(ExitCode::from(1)));
+    }
+    Ok(None)
 }
 
 fn exit_for(failures: usize) -> ExitCode {
@@ -339,14 +366,13 @@ pub fn run_uninstall(args: UninstallArgs, global: &GlobalArgs) -> anyhow::Result
         );
         return Ok(exit_for(problems.len()));
     }
-    print_diffs(&host, &plans, stdout_color(global))?;
-    print_refusals(&host, &plans, args.force);
-    if args.dry_run {
-        return Ok(exit_for(problems.len()));
-    }
-    if !confirm(args.yes, "write")? {
-        eprintln!("nothing written");
-        return Ok(ExitCode::from(1));
+    let review = Review {
+        dry_run: args.dry_run,
+        yes: args.yes,
+        force: args.force,
+    };
+    if let Some(code) = review_plans(&host, &plans, problems.len(), &review, global)? {
+        return Ok(code);
     }
     let failed = commit_all(
         &host,
