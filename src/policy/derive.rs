@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::command::ServerCommand;
 use super::detect::{looks_like_path, words, ToolInfo};
 use super::resolve::{resolve, ResolveContext};
 use super::scope::{validate_deny_globs, ScopeEntry, ScopeSource};
@@ -564,171 +565,6 @@ pub fn runtime_paths(command: &[String], cwd: &Path) -> Vec<PathBuf> {
     analyse_command(command, &ctx).runtime
 }
 
-/// How an interpreter's own options are laid out, to find its script.
-#[derive(Clone, Copy)]
-enum Launcher {
-    /// Not an interpreter: every argument is the server's.
-    Native,
-    /// `node [opts] script args`; `-e`/`-p` mean no script.
-    Node,
-    /// `python [opts] script args`; `-m mod` and `-c code` mean no script file.
-    Python,
-    /// `npx [opts] pkg args`, `uvx [opts] pkg args`: the package is runtime, not a path.
-    PackageRunner,
-    /// `sh [opts] script args`; `-c` means no script.
-    Shell,
-    /// `deno run [opts] script`, `uv run [opts] script`, `pnpm dlx pkg`: a subcommand first.
-    SubcommandThen(SubcommandKind),
-}
-
-/// What follows a launcher's subcommand: a script (`uv run x.py`) or a package (`pnpm dlx pkg`).
-#[derive(Clone, Copy)]
-enum SubcommandKind {
-    Script,
-    Package,
-}
-
-fn launcher_for(program: &str) -> Launcher {
-    let base = Path::new(program)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let b = base.as_str();
-    let is_python = b.starts_with("python") || b.starts_with("pypy");
-    match b {
-        "node" | "nodejs" | "bun" | "tsx" | "ts-node" => Launcher::Node,
-        "npx" | "bunx" | "uvx" | "pipx" => Launcher::PackageRunner,
-        "sh" | "bash" | "dash" | "zsh" => Launcher::Shell,
-        "deno" | "uv" => Launcher::SubcommandThen(SubcommandKind::Script),
-        "pnpm" | "yarn" | "npm" => Launcher::SubcommandThen(SubcommandKind::Package),
-        _ if is_python => Launcher::Python,
-        _ => Launcher::Native,
-    }
-}
-
-/// Options of launchers that take a separate value (so the value is not the script).
-fn option_takes_value(launcher: Launcher, opt: &str) -> bool {
-    if opt.contains('=') {
-        return false;
-    }
-    match launcher {
-        Launcher::Node => matches!(
-            opt,
-            "-r" | "--require"
-                | "--import"
-                | "--loader"
-                | "--experimental-loader"
-                | "--conditions"
-                | "-C"
-                | "--env-file"
-                | "--title"
-        ),
-        Launcher::Python => matches!(opt, "-W" | "-X"),
-        Launcher::PackageRunner => matches!(
-            opt,
-            "-p" | "--package"
-                | "--from"
-                | "--with"
-                | "--python"
-                | "-c"
-                | "--call"
-                | "--spec"
-                | "--cache"
-                | "--registry"
-        ),
-        Launcher::SubcommandThen(_) => matches!(
-            opt,
-            "--with"
-                | "--from"
-                | "--python"
-                | "--directory"
-                | "--project"
-                | "-p"
-                | "--package"
-                | "--config"
-                | "--import-map"
-                | "--env-file"
-        ),
-        Launcher::Shell | Launcher::Native => false,
-    }
-}
-
-/// Where an interpreter's own arguments end.
-struct LauncherSplit {
-    /// Indexes (into the launcher's arguments) of the script, package or option values that
-    /// name runtime files.
-    runtime_args: Vec<usize>,
-    /// The index of the first argument that is the server's own.
-    server_args_start: usize,
-}
-
-fn split_launcher_args(launcher: Launcher, args: &[String]) -> LauncherSplit {
-    let mut runtime_args = Vec::new();
-    let mut i = 0usize;
-    let runner = match launcher {
-        Launcher::Native => {
-            return LauncherSplit {
-                runtime_args,
-                server_args_start: 0,
-            }
-        }
-        Launcher::SubcommandThen(kind) => {
-            // Skip the subcommand word (`run`, `dlx`, `exec`, `x`).
-            if args.first().is_some_and(|a| !a.starts_with('-')) {
-                i = 1;
-            }
-            match kind {
-                SubcommandKind::Script => Launcher::Node,
-                SubcommandKind::Package => Launcher::PackageRunner,
-            }
-        }
-        other => other,
-    };
-    while i < args.len() {
-        let a = args[i].as_str();
-        if a == "--" {
-            i += 1;
-            break;
-        }
-        if !a.starts_with('-') || a == "-" {
-            break;
-        }
-        let inline_module =
-            matches!(runner, Launcher::Python) && a.starts_with("-m") && a.len() > 2;
-        let code_or_module = match runner {
-            Launcher::Node => matches!(a, "-e" | "--eval" | "-p" | "--print"),
-            Launcher::Python => matches!(a, "-c" | "-m") || inline_module,
-            Launcher::Shell => a == "-c",
-            _ => false,
-        };
-        if code_or_module {
-            // Code or a module name follows (or is attached: `-mpkg`); no script file.
-            let start = if inline_module { i + 1 } else { i + 2 };
-            return LauncherSplit {
-                runtime_args,
-                server_args_start: start.min(args.len()),
-            };
-        }
-        if option_takes_value(runner, a) {
-            if i + 1 < args.len() {
-                runtime_args.push(i + 1);
-            }
-            i += 2;
-        } else {
-            i += 1;
-        }
-    }
-    if i < args.len() {
-        // The script (or package) itself.
-        runtime_args.push(i);
-        i += 1;
-    }
-    LauncherSplit {
-        runtime_args,
-        server_args_start: i.min(args.len()),
-    }
-}
-
 fn analyse_command(command: &[String], ctx: &ResolveContext) -> CommandAnalysis {
     let mut out = CommandAnalysis::default();
     let Some((program, args)) = command.split_first() else {
@@ -738,16 +574,29 @@ fn analyse_command(command: &[String], ctx: &ResolveContext) -> CommandAnalysis 
     if let Some(p) = &program_path {
         add_runtime(&mut out.runtime, p, ctx.home.as_deref());
     }
-    // The name as typed decides the launcher (`node` may be a symlink to `nodejs`).
-    let split = split_launcher_args(launcher_for(program), args);
-    for i in split.runtime_args {
-        if let Ok(p) = resolve(&args[i], ctx) {
+    // One parse of the command line (the same one the jail and the proxy use).
+    let parsed = ServerCommand::parse(command);
+    for i in parsed.runtime_arg_indexes() {
+        let Some(raw) = command.get(i) else { continue };
+        // `--require=./hook.cjs`: the value after `=`.
+        let value = raw
+            .split_once('=')
+            .filter(|_| raw.starts_with("--"))
+            .map_or(raw.as_str(), |(_, v)| v);
+        let base = match &parsed.directory {
+            Some(d) => ResolveContext {
+                cwd: ctx.cwd.join(d),
+                home: ctx.home.clone(),
+            },
+            None => ctx.clone(),
+        };
+        if let Ok(p) = resolve(value, &base) {
             if p.exists() {
                 add_runtime(&mut out.runtime, &p, ctx.home.as_deref());
             }
         }
     }
-    let server_args_start = split.server_args_start;
+    let server_args_start = parsed.server_args_start.saturating_sub(1);
 
     for a in args.iter().skip(server_args_start) {
         let value = if a.starts_with('-') {

@@ -9,6 +9,7 @@
 //!   symlinks, not-yet-existing targets, `..`, NUL).
 //! * [`detect`] — which tool arguments carry paths (schema names, `format`, value heuristics).
 //! * [`scope`] — the Scope type and its allow/deny checks.
+//! * [`command`] — the server command line, parsed once (launcher, script, package, args).
 //! * [`derive`] — building a Scope from policy file, argv, flags and client roots.
 //! * [`check`] — one path argument against a Scope (resolve, pick the access, check).
 //! * [`pins`] — tool pinning (rug-pull detection) and its state files.
@@ -18,6 +19,7 @@
 //! reading policy files and reading/writing pin files; it never spawns processes or talks MCP.
 
 pub mod check;
+pub mod command;
 pub mod derive;
 pub mod detect;
 pub mod export;
@@ -26,6 +28,7 @@ pub mod resolve;
 pub mod scope;
 
 pub use check::{access_for, check_argument, check_argument_with, ArgumentDenial};
+pub use command::{package_name, Launcher, Runner, ServerCommand};
 pub use derive::{
     always_denied, default_policy_path, derive_scope, derive_scope_with_env, runtime_paths,
     DeriveError, DeriveInputs, Derived, PolicyFile, ToolPolicy,

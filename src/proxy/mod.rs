@@ -88,49 +88,9 @@ pub enum ProxyError {
 
 /// A label for a server command: `server-filesystem` for
 /// `npx -y @modelcontextprotocol/server-filesystem /dir`, the script's stem for
-/// `python server.py`, the binary's name otherwise.
+/// `python server.py`, the binary's name otherwise (see [`crate::policy::ServerCommand`]).
 pub fn default_name(command: &[String]) -> String {
-    const LAUNCHERS: &[&str] = &[
-        "npx", "bunx", "pnpx", "uvx", "uv", "pipx", "node", "python", "python3", "deno", "bun",
-        "ruby", "perl", "sh", "bash", "env", "docker",
-    ];
-    let base = |s: &str| -> String {
-        let s = s.trim_end_matches('/');
-        let last = s.rsplit('/').next().unwrap_or(s);
-        // Drop a version suffix (`pkg@1.2.3`) and a script extension.
-        let last = match last.rfind('@') {
-            Some(i) if i > 0 => &last[..i],
-            _ => last,
-        };
-        let last = [".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".sh"]
-            .iter()
-            .find_map(|ext| last.strip_suffix(ext))
-            .unwrap_or(last);
-        last.to_string()
-    };
-    let Some(program) = command.first() else {
-        return "server".into();
-    };
-    let prog = base(program);
-    let is_launcher = LAUNCHERS
-        .iter()
-        .any(|l| prog == *l || prog.starts_with("python3."));
-    if is_launcher {
-        for arg in &command[1..] {
-            if arg.starts_with('-') || arg == "run" || arg == "tool" || arg == "x" {
-                continue;
-            }
-            let name = base(arg);
-            if !name.is_empty() {
-                return name;
-            }
-        }
-    }
-    if prog.is_empty() {
-        "server".into()
-    } else {
-        prog
-    }
+    crate::policy::ServerCommand::parse(command).default_name()
 }
 
 #[cfg(test)]

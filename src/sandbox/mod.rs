@@ -16,6 +16,7 @@
 mod carve;
 mod env;
 mod explain;
+pub mod launcher;
 mod report;
 pub mod runtime;
 pub mod seatbelt;
@@ -41,6 +42,10 @@ pub struct JailOptions {
     pub require_full: bool,
     /// `--env-keep KEY`: extra environment variables passed to the server.
     pub env_keep: Vec<String>,
+    /// Variables the server's launcher sets for it (a package runner's `PATH` and
+    /// `VIRTUAL_ENV`, the contents of an `--env-file`; see [`launcher`]): set over the base
+    /// environment and kept through the scrub.
+    pub launch_env: Vec<(String, String)>,
 }
 
 /// How well one layer is enforced.
@@ -171,23 +176,52 @@ pub fn prepare_with_env(
         });
     }
 
+    // A package runner's resolve step runs here, outside the jail, with the user's own
+    // environment; only the program it resolves to is jailed.
+    let launch = launcher::resolve(command, cwd, base_env)
+        .map_err(|e| SandboxError::Prepare(e.to_string()))?;
+    let mut launch_env = launch.env.clone();
+    launch_env.extend(opts.launch_env.iter().cloned());
+    let mut with_launch: Vec<(OsString, OsString)> = base_env
+        .iter()
+        .filter(|(k, _)| !launch_env.iter().any(|(lk, _)| k == lk.as_str()))
+        .cloned()
+        .collect();
+    with_launch.extend(
+        launch_env
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+    );
+    let base_env = &with_launch[..];
+    let cwd = launch.cwd.as_path();
+    let args = launch.command.get(1..).unwrap_or_default();
     let discover_env = runtime::DiscoverEnv { vars: base_env };
-    let rt = runtime::discover(command, cwd, &discover_env)?;
+    let rt = runtime::discover(&launch.command, cwd, &discover_env)?;
     let tmp = tmpdir::PrivateTmp::create()?;
 
-    let mut grants = runtime::system_grants(scope.net.allow_all);
-    grants.extend(rt.grants.iter().cloned());
-    grants.push(Grant {
-        path: tmp.path().to_path_buf(),
-        access: GrantAccess::ReadWrite,
-        why: "private TMPDIR".into(),
-    });
-    let mut notes = rt.notes.clone();
+    let mut notes = launch.notes.clone();
+    notes.extend(rt.notes.iter().cloned());
     let home = base_env
         .iter()
         .find(|(k, _)| k == "HOME")
         .map(|(_, v)| PathBuf::from(v));
     let deny = carve::deny_set(&scope.deny, home.as_deref(), &mut notes);
+    let mut grants = runtime::system_grants(scope.net.allow_all);
+    // Runtime grants can be a project's own directory (a script's siblings): denied names in it
+    // (`.env`) are carved out as in scope directories.
+    for g in rt.grants.iter().cloned() {
+        match &deny {
+            Some(set) if g.access == GrantAccess::Read && g.path.is_dir() => {
+                grants.extend(carve::carve(g, set, &mut notes))
+            }
+            _ => grants.push(g),
+        }
+    }
+    grants.push(Grant {
+        path: tmp.path().to_path_buf(),
+        access: GrantAccess::ReadWrite,
+        why: "private TMPDIR".into(),
+    });
     let scope_grants = scope
         .read
         .iter()
@@ -252,7 +286,9 @@ pub fn prepare_with_env(
         }
     }
 
-    let mut env = env::scrub(base_env, &opts.env_keep, Some(tmp.path()));
+    let mut keep = opts.env_keep.clone();
+    keep.extend(launch_env.iter().map(|(k, _)| k.clone()));
+    let mut env = env::scrub(base_env, &keep, Some(tmp.path()));
     jailed_path(&mut env, rt.pyenv_bin.as_deref());
     let dropped = env::dropped(base_env, &env);
 

@@ -19,6 +19,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::{Grant, GrantAccess, SandboxError};
+use crate::policy::{Launcher, ServerCommand};
 
 /// The result of discovery.
 #[derive(Debug, Clone, Default)]
@@ -48,6 +49,13 @@ pub const SYSTEM_READ_FILES: &[&str] = &[
     "/etc/nsswitch.conf",
     "/etc/host.conf",
     "/etc/gai.conf",
+    // Read by runtimes at start or on common calls; none holds a credential.
+    "/etc/mime.types",
+    "/etc/timezone",
+    "/etc/locale.alias",
+    "/etc/os-release",
+    "/etc/passwd",
+    "/etc/group",
 ];
 /// Name resolution files, granted only when the network is allowed.
 pub const NETWORK_READ_FILES: &[&str] = &[
@@ -82,8 +90,8 @@ pub fn discover(
     cwd: &Path,
     env: &DiscoverEnv<'_>,
 ) -> Result<Runtime, SandboxError> {
-    let (argv0, args) = command
-        .split_first()
+    let argv0 = command
+        .first()
         .ok_or_else(|| SandboxError::Prepare("no server command given".into()))?;
     let home = env.get("HOME").map(PathBuf::from);
     let mut rt = Runtime::default();
@@ -99,12 +107,6 @@ pub fn discover(
         program = real;
     }
     rt.program = program.clone();
-
-    let name = Path::new(argv0)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    add_package_runner_caches(&name, home.as_deref(), env, &mut rt);
 
     // Follow the chain: script -> interpreter -> ... -> binary.
     let mut current = program;
@@ -160,7 +162,12 @@ pub fn discover(
             None => {
                 add_binary(&current, &canonical, home.as_deref(), &mut rt);
                 if first {
-                    add_script_argument(&canonical, args, cwd, home.as_deref(), &mut rt);
+                    add_script_argument(
+                        &ServerCommand::parse(command),
+                        cwd,
+                        home.as_deref(),
+                        &mut rt,
+                    );
                 }
                 break;
             }
@@ -448,98 +455,75 @@ fn add_node_modules_tree(script: &Path, home: Option<&Path>, rt: &mut Runtime) {
     }
 }
 
-/// `python script.py` / `node script.js`: the script is runtime (read-only), with its
-/// `node_modules` tree when it has one.
-fn add_script_argument(
-    interp: &Path,
-    args: &[String],
-    cwd: &Path,
-    home: Option<&Path>,
-    rt: &mut Runtime,
-) {
-    let name = interp
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let is_python = name.starts_with("python");
-    let is_node = name == "node" || name == "nodejs";
-    if !is_python && !is_node {
+/// `python script.py` / `node script.js` / `deno run main.ts`: the script is runtime
+/// (read-only), with what the interpreter loads next to it: the script's own directory (sibling
+/// modules), and for Node every `node_modules` up from it plus the nearest `package.json`
+/// (module type, `imports`). The command line is parsed once, by [`ServerCommand`].
+fn add_script_argument(parsed: &ServerCommand, cwd: &Path, home: Option<&Path>, rt: &mut Runtime) {
+    let is_node = matches!(
+        parsed.launcher,
+        Launcher::Node | Launcher::Deno | Launcher::Bun
+    );
+    if !is_node && !matches!(parsed.launcher, Launcher::Python | Launcher::Shell) {
         return;
     }
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        if arg == "-c" || arg == "-e" || arg == "-m" || arg == "--eval" || arg == "-p" {
-            return;
-        }
-        if arg.starts_with('-') {
-            // Options that take a value: skip it so it is not mistaken for the script.
-            if matches!(
-                arg.as_str(),
-                "-X" | "-W" | "-r" | "--require" | "--import" | "--loader"
-            ) {
-                iter.next();
-            }
-            continue;
-        }
-        let script = cwd.join(arg);
-        if let Ok(canon) = std::fs::canonicalize(&script) {
-            if canon.is_file() {
-                rt.grants.push(grant(
-                    &canon,
-                    GrantAccess::Read,
-                    "script the interpreter runs",
-                ));
-                add_node_modules_tree(&canon, home, rt);
-            }
-        }
+    let Some(script) = parsed.script() else {
         return;
+    };
+    let Ok(canon) = std::fs::canonicalize(cwd.join(script)) else {
+        return;
+    };
+    if !canon.is_file() {
+        return;
+    }
+    rt.grants.push(grant(
+        &canon,
+        GrantAccess::Read,
+        "script the interpreter runs",
+    ));
+    add_node_modules_tree(&canon, home, rt);
+    let Some(dir) = canon.parent() else {
+        return;
+    };
+    if !too_wide(dir, home)
+        && !is_system(dir)
+        && !rt.grants.iter().any(|g| dir.starts_with(&g.path))
+    {
+        rt.grants.push(grant(
+            dir,
+            GrantAccess::Read,
+            "the script's directory (modules it imports)",
+        ));
+    }
+    if is_node {
+        add_node_resolution_paths(dir, home, rt);
     }
 }
 
-/// `npx` / `uvx` / `uv` run packages out of per-user caches; they need those caches writable.
-fn add_package_runner_caches(
-    name: &str,
-    home: Option<&Path>,
-    env: &DiscoverEnv<'_>,
-    rt: &mut Runtime,
-) {
-    let Some(home) = home else {
-        return;
-    };
-    match name {
-        "npx" | "npm" => {
-            let cache = env
-                .get("npm_config_cache")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| home.join(".npm"));
+/// Node looks for packages in `node_modules` of every ancestor of the script's directory and
+/// reads the nearest `package.json`: a project's own `server.mjs` next to its `node_modules`.
+fn add_node_resolution_paths(dir: &Path, home: Option<&Path>, rt: &mut Runtime) {
+    let mut package_json_found = false;
+    for anc in dir.ancestors() {
+        let nm = anc.join("node_modules");
+        if nm.is_dir() && !rt.grants.iter().any(|g| nm.starts_with(&g.path)) {
             rt.grants.push(grant(
-                &cache,
-                GrantAccess::ReadWrite,
-                "npm/npx package cache",
-            ));
-        }
-        "uvx" | "uv" => {
-            let cache = env
-                .get("UV_CACHE_DIR")
-                .map(PathBuf::from)
-                .or_else(|| {
-                    env.get("XDG_CACHE_HOME")
-                        .map(|x| PathBuf::from(x).join("uv"))
-                })
-                .unwrap_or_else(|| home.join(".cache/uv"));
-            rt.grants
-                .push(grant(&cache, GrantAccess::ReadWrite, "uv package cache"));
-            let data = env
-                .get("XDG_DATA_HOME")
-                .map(|x| PathBuf::from(x).join("uv"))
-                .unwrap_or_else(|| home.join(".local/share/uv"));
-            rt.grants.push(grant(
-                &data,
+                &nm,
                 GrantAccess::ReadExec,
-                "uv-managed Pythons and tools",
+                "node_modules the script resolves from",
             ));
         }
-        _ => {}
+        let pj = anc.join("package.json");
+        if !package_json_found && pj.is_file() {
+            package_json_found = true;
+            if !rt.grants.iter().any(|g| pj.starts_with(&g.path)) {
+                rt.grants
+                    .push(grant(&pj, GrantAccess::Read, "the script's package.json"));
+            }
+        }
+        if too_wide(anc, home) {
+            break;
+        }
     }
 }
 
