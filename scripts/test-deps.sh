@@ -10,6 +10,10 @@
 # `bwrap socat rg` is missing (CI runs this as root).
 #   .test-env/py/    venv with the Python `mcp` SDK (client), from tests/py/requirements.txt
 #   .test-env/git/   venv with `mcp-server-git`, from tests/py/git-requirements.txt
+#   .test-env/uv/    venv with `uv`/`uvx`, from tests/py/uv-requirements.txt
+#   .test-env/runners/{npm-cache,uv-cache}  the npx and uvx caches, filled with the packages of
+#                    tests/launch/pins.env and the locked deps of fixtures/uv-project, so the
+#                    launch-style tests start `npx -y`/`uvx`/`uv run` servers from a warm cache
 #
 # Each part is skipped when a stamp file records the same lockfile and runtime versions, so a
 # re-run costs well under a second. A part is only stamped after it installed and passed a smoke
@@ -150,6 +154,51 @@ install_venv py "$ROOT/tests/py/requirements.txt" \
 install_venv git "$ROOT/tests/py/git-requirements.txt" \
     test -x "$ENV_DIR/git/bin/mcp-server-git"
 
+install_venv uv "$ROOT/tests/py/uv-requirements.txt" \
+    "$ENV_DIR/uv/bin/uv" --version
+
+# The npx and uv caches the launch-style tests use, filled the way a user's first run fills them
+# (`npx -y PKG`, `uvx PKG`, `uv run` in a project), from the registries, resolving as of
+# RESOLVE_BEFORE so transitive versions do not drift.
+install_runner_caches() {
+    local dir="$ENV_DIR/runners" pins="$ROOT/tests/launch/pins.env"
+    local project="$ROOT/fixtures/uv-project"
+    local stamp
+    stamp="$(stamp_of "node $(node --version) $("$ENV_DIR/uv/bin/uv" --version) $python_id" \
+        "$pins" "$project/pyproject.toml" "$project/uv.lock")"
+    if up_to_date "$dir" "$stamp" "$dir/npm-cache/_npx" "$dir/uv-cache"; then
+        say "runners: up to date"
+        return
+    fi
+    say "runners: filling the npx and uv caches (tests/launch/pins.env, fixtures/uv-project/uv.lock)"
+    rm -rf "$dir"
+    mkdir -p "$dir/npm-cache" "$dir/uv-cache" "$dir/home"
+    # shellcheck source=/dev/null
+    . "$pins"
+    local p
+    for p in $NPX_PACKAGES; do
+        HOME="$dir/home" npm_config_cache="$dir/npm-cache" npm_config_before="$RESOLVE_BEFORE" \
+            npm exec --yes --package="$p" -- true >>"$dir/fill.log" 2>&1 ||
+            { cat "$dir/fill.log" >&2; die "npx could not install $p; hint: check the npm registry is reachable"; }
+    done
+    for p in $UVX_PACKAGES; do
+        HOME="$dir/home" UV_CACHE_DIR="$dir/uv-cache" UV_EXCLUDE_NEWER="$RESOLVE_BEFORE" \
+            "$ENV_DIR/uv/bin/uvx" --from "$p" true >>"$dir/fill.log" 2>&1 ||
+            { cat "$dir/fill.log" >&2; die "uvx could not install $p; hint: check PyPI is reachable"; }
+    done
+    local scratch
+    scratch="$(mktemp -d)"
+    cp -r "$project/." "$scratch/"
+    rm -rf "$scratch/.venv"
+    HOME="$dir/home" UV_CACHE_DIR="$dir/uv-cache" "$ENV_DIR/uv/bin/uv" --directory "$scratch" \
+        sync --frozen >>"$dir/fill.log" 2>&1 ||
+        { rm -rf "$scratch"; cat "$dir/fill.log" >&2; die "uv sync of fixtures/uv-project failed; hint: check PyPI is reachable"; }
+    rm -rf "$scratch"
+    echo "$stamp" >"$dir/.mcpjail-stamp"
+    changed=1
+}
+install_runner_caches
+
 # What is installed, read back from the installed trees (not from the lockfiles). Recomputed only
 # after an install, so a cached run stays fast.
 summary="$ENV_DIR/installed.txt"
@@ -164,6 +213,7 @@ if [ "$changed" = 1 ] || [ ! -s "$summary" ]; then
         echo "  py   $("$ENV_DIR/py/bin/python" --version 2>&1): mcp $(py_ver py mcp)"
         echo "  git  $("$ENV_DIR/git/bin/python" --version 2>&1): mcp-server-git $(py_ver git mcp-server-git)" \
             "(mcp $(py_ver git mcp)), $(git --version)"
+        echo "  uv   $("$ENV_DIR/uv/bin/uv" --version); runner caches: $(. "$ROOT/tests/launch/pins.env"; echo $NPX_PACKAGES $UVX_PACKAGES)"
     } >"$summary.tmp"
     mv "$summary.tmp" "$summary"
 fi

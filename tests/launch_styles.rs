@@ -1,0 +1,469 @@
+//! The launch styles real configs use, started jailed with no flags beyond what
+//! `mcpjail install` writes (`--name`, `--env-keep` for the entry's `env`): `npx -y` for four
+//! npm servers, `uvx` for two PyPI servers, `uv --directory D run server.py` for a FastMCP-style
+//! project, a project's own Node server outside `node_modules`, and an nvm-style Node install.
+//!
+//! Every row runs twice with a real MCP client (the Python SDK): direct (the control, which
+//! also proves the caches are warm) and through `mcpjail-proxy`. Each must answer `tools/list`
+//! and do one real in-scope call whose effect is checked on disk — in a project with a `.env`
+//! at its root (so a write next to it must work), which the direct run can read and the jailed
+//! one cannot.
+//!
+//! The servers come from `.test-env/runners` (npm and uv caches filled by
+//! `scripts/test-deps.sh` from `tests/launch/pins.env`); HOME is fresh for every row, and the
+//! runners are told to stay offline, so a row that needed the network would fail, not stall.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use support::{call, list_tools, repo_root, run_client, test_env, Client, Run, PROXY};
+
+const ENV_SECRET: &str = "DOTENV-SECRET-at-the-project-root";
+
+/// The pinned package specs of `tests/launch/pins.env`.
+fn pins(key: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(repo_root().join("tests/launch/pins.env")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("{key}=")))
+        .unwrap_or_else(|| panic!("{key} missing from tests/launch/pins.env"));
+    line.split_once('=')
+        .unwrap()
+        .1
+        .trim_matches('"')
+        .split_whitespace()
+        .map(String::from)
+        .collect()
+}
+
+fn pin(key: &str, name: &str) -> String {
+    pins(key)
+        .into_iter()
+        .find(|p| p.contains(name))
+        .unwrap_or_else(|| panic!("no pin for {name} in {key}"))
+}
+
+/// A fresh HOME, a project with `.env` at its root, and the runners' warm caches.
+struct World {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    env: Vec<(&'static str, String)>,
+}
+
+impl World {
+    fn new() -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("home")).unwrap();
+        std::fs::create_dir_all(root.join("project/src")).unwrap();
+        std::fs::write(root.join("project/.env"), format!("TOKEN={ENV_SECRET}\n")).unwrap();
+        std::fs::write(root.join("project/README.md"), "a project\n").unwrap();
+        let runners = test_env("runners");
+        let uv_bin = test_env("uv/bin");
+        let path = format!(
+            "{}:{}",
+            uv_bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let env = vec![
+            ("HOME", root.join("home").display().to_string()),
+            ("PATH", path),
+            (
+                "npm_config_cache",
+                runners.join("npm-cache").display().to_string(),
+            ),
+            (
+                "UV_CACHE_DIR",
+                runners.join("uv-cache").display().to_string(),
+            ),
+            ("UV_EXCLUDE_NEWER", pins("RESOLVE_BEFORE").join("")),
+            // Tests use no network: the direct runs (the controls) and mcpjail's resolve step
+            // must both start from the warm caches.
+            ("UV_OFFLINE", "1".into()),
+            ("npm_config_offline", "true".into()),
+            // pyenv shims find their root through HOME, which is fresh here.
+            (
+                "PYENV_ROOT",
+                std::env::var("PYENV_ROOT")
+                    .unwrap_or_else(|_| std::env::var("HOME").unwrap_or_default() + "/.pyenv"),
+            ),
+        ];
+        World {
+            _dir: dir,
+            root,
+            env,
+        }
+    }
+
+    fn project(&self) -> PathBuf {
+        self.root.join("project")
+    }
+
+    fn p(&self, rel: &str) -> String {
+        self.project().join(rel).display().to_string()
+    }
+
+    fn with_env(&self, extra: &[(&'static str, String)]) -> Vec<(&'static str, String)> {
+        let mut env = self.env.clone();
+        env.extend(extra.iter().cloned());
+        env
+    }
+}
+
+/// One launch style: the server command, extra env (and `--env-keep` for it, as install
+/// writes), and the steps after `tools/list`.
+struct Row<'a> {
+    name: &'a str,
+    command: Vec<String>,
+    env: Vec<(&'static str, String)>,
+    steps: Vec<Value>,
+}
+
+/// Runs `row` direct (the control) and then jailed. `effect` runs right after each run: it
+/// checks the run's effect on disk and undoes it, so the jailed run is judged on its own.
+fn run_row(w: &World, row: &Row<'_>, effect: impl Fn(&Run)) -> (Run, Run) {
+    let mut steps = vec![list_tools()];
+    steps.extend(row.steps.iter().cloned());
+    let script = json!({"timeout": 120, "steps": steps});
+    let env = w.with_env(&row.env);
+    let direct = run_client(
+        Client::Py,
+        &format!("{} direct", row.name),
+        &row.command,
+        &script,
+        &env,
+        &w.project(),
+    );
+    effect(&direct);
+    let mut proxied = vec![PROXY.to_string(), "--name".into(), row.name.into()];
+    for (k, _) in &row.env {
+        proxied.extend(["--env-keep".to_string(), k.to_string()]);
+    }
+    proxied.push("--".into());
+    proxied.extend(row.command.iter().cloned());
+    let jailed = run_client(
+        Client::Py,
+        &format!("{} jailed", row.name),
+        &proxied,
+        &script,
+        &env,
+        &w.project(),
+    );
+    for run in [&direct, &jailed] {
+        let tools = run.tools(0).as_array().map_or(0, Vec::len);
+        assert!(tools > 0, "{}: tools/list is empty", run.label);
+    }
+    effect(&jailed);
+    (direct, jailed)
+}
+
+/// The file's text, or a panic that shows what the server answered.
+fn read_or(p: &Path, answer: &str) -> String {
+    std::fs::read_to_string(p)
+        .unwrap_or_else(|e| panic!("read {}: {e}; the server answered: {answer}", p.display()))
+}
+
+#[test]
+fn npx_server_filesystem_writes_next_to_a_dotenv_it_cannot_read() {
+    let w = World::new();
+    let row = Row {
+        name: "files",
+        command: vec![
+            "npx".into(),
+            "-y".into(),
+            pin("NPX_PACKAGES", "server-filesystem"),
+            w.project().display().to_string(),
+        ],
+        env: vec![],
+        steps: vec![
+            call(
+                "write_file",
+                json!({"path": w.p("created.txt"), "content": "CREATED"}),
+            ),
+            call("read_text_file", json!({"path": w.p(".env")})),
+        ],
+    };
+    let created = w.project().join("created.txt");
+    let (direct, jailed) = run_row(&w, &row, |run| {
+        let text = run.ok_text(1);
+        assert_eq!(read_or(&created, &text), "CREATED", "{}", run.label);
+        std::fs::remove_file(&created).unwrap();
+    });
+    // The control reads the secret: the attempt is real.
+    assert!(direct.ok_text(2).contains(ENV_SECRET), "{}", direct.text(2));
+    assert!(
+        !jailed.text(2).contains(ENV_SECRET),
+        "the jailed server read .env: {}",
+        jailed.text(2)
+    );
+}
+
+#[test]
+fn npx_server_memory_keeps_its_graph_at_the_project_root() {
+    let w = World::new();
+    let memory = w.project().join("memory.jsonl");
+    let row = Row {
+        name: "memory",
+        command: vec![
+            "npx".into(),
+            "-y".into(),
+            pin("NPX_PACKAGES", "server-memory"),
+        ],
+        env: vec![("MEMORY_FILE_PATH", memory.display().to_string())],
+        steps: vec![call(
+            "create_entities",
+            json!({"entities": [{"name": "jailed-entity", "entityType": "test", "observations": ["o"]}]}),
+        )],
+    };
+    run_row(&w, &row, |run| {
+        let text = run.ok_text(1);
+        assert!(
+            read_or(&memory, &text).contains("jailed-entity"),
+            "{}",
+            run.label
+        );
+        std::fs::remove_file(&memory).unwrap();
+    });
+}
+
+#[test]
+fn npx_server_sequential_thinking_and_server_everything_answer() {
+    let w = World::new();
+    // Neither server touches files: the in-scope "effect" is the answer itself.
+    let thinking = Row {
+        name: "thinking",
+        command: vec![
+            "npx".into(),
+            "-y".into(),
+            pin("NPX_PACKAGES", "server-sequential-thinking"),
+        ],
+        env: vec![],
+        steps: vec![call(
+            "sequentialthinking",
+            json!({"thought": "one step", "nextThoughtNeeded": false, "thoughtNumber": 1, "totalThoughts": 1}),
+        )],
+    };
+    let (direct, jailed) = run_row(&w, &thinking, |_| {});
+    assert_eq!(direct.ok_text(1), jailed.ok_text(1));
+    let everything = Row {
+        name: "everything",
+        command: vec![
+            "npx".into(),
+            "-y".into(),
+            pin("NPX_PACKAGES", "server-everything"),
+            "stdio".into(),
+        ],
+        env: vec![],
+        steps: vec![call("echo", json!({"message": "through the jail"}))],
+    };
+    let (direct, jailed) = run_row(&w, &everything, |_| {});
+    assert!(direct.ok_text(1).contains("through the jail"));
+    assert!(jailed.ok_text(1).contains("through the jail"));
+}
+
+#[test]
+fn uvx_mcp_server_time_answers() {
+    let w = World::new();
+    let row = Row {
+        name: "time",
+        command: vec!["uvx".into(), pin("UVX_PACKAGES", "mcp-server-time")],
+        env: vec![],
+        steps: vec![call(
+            "get_current_time",
+            json!({"timezone": "Europe/Paris"}),
+        )],
+    };
+    let (direct, jailed) = run_row(&w, &row, |_| {});
+    assert!(direct.ok_text(1).contains("Europe/Paris"));
+    assert!(
+        jailed.ok_text(1).contains("Europe/Paris"),
+        "{}",
+        jailed.stderr
+    );
+}
+
+#[test]
+fn uvx_mcp_server_git_stages_a_file() {
+    let w = World::new();
+    let project = w.project();
+    support::git_init(&project, "initial");
+    std::fs::write(project.join("new.txt"), "new\n").unwrap();
+    let row = Row {
+        name: "git",
+        command: vec![
+            "uvx".into(),
+            pin("UVX_PACKAGES", "mcp-server-git"),
+            "--repository".into(),
+            project.display().to_string(),
+        ],
+        env: vec![],
+        steps: vec![call(
+            "git_add",
+            json!({"repo_path": project.display().to_string(), "files": [w.p("new.txt")]}),
+        )],
+    };
+    let staged = || support::git(&project, &["diff", "--cached", "--name-only"]);
+    run_row(&w, &row, |run| {
+        let text = run.ok_text(1);
+        assert!(
+            staged().contains("new.txt"),
+            "{}: git_add answered {text}",
+            run.label
+        );
+        support::git(&project, &["reset", "-q", "new.txt"]);
+        assert!(!staged().contains("new.txt"));
+    });
+}
+
+/// Copy a fixture project into the world (tests must not write into the checkout).
+fn copy_project(w: &World, fixture: &str) -> PathBuf {
+    let src = repo_root().join("fixtures").join(fixture);
+    let dst = w.root.join(fixture);
+    let status = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(&src)
+        .arg(&dst)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::write(dst.join(".env"), format!("TOKEN={ENV_SECRET}\n")).unwrap();
+    dst
+}
+
+#[test]
+fn uv_directory_run_of_a_fastmcp_project() {
+    let w = World::new();
+    let project = copy_project(&w, "uv-project");
+    let row = Row {
+        name: "notes-uv",
+        command: vec![
+            "uv".into(),
+            "--directory".into(),
+            project.display().to_string(),
+            "run".into(),
+            "server.py".into(),
+            w.project().display().to_string(),
+        ],
+        env: vec![],
+        steps: vec![call(
+            "add_note",
+            json!({"name": "n.txt", "text": "from uv"}),
+        )],
+    };
+    let note = w.project().join("n.txt");
+    run_row(&w, &row, |run| {
+        let text = run.ok_text(1);
+        assert_eq!(read_or(&note, &text), "from uv\n", "{}", run.label);
+        std::fs::remove_file(&note).unwrap();
+    });
+}
+
+#[test]
+fn node_project_server_outside_node_modules() {
+    let w = World::new();
+    let project = copy_project(&w, "node-project");
+    // The project's own node_modules (a link to the pinned install, as pnpm lays them out).
+    std::os::unix::fs::symlink(test_env("node/node_modules"), project.join("node_modules"))
+        .unwrap();
+    let row = Row {
+        name: "notes-node",
+        command: vec![
+            "node".into(),
+            project.join("server.mjs").display().to_string(),
+            w.project().display().to_string(),
+        ],
+        env: vec![],
+        steps: vec![call(
+            "add_note",
+            json!({"name": "n.txt", "text": "from node"}),
+        )],
+    };
+    let note = w.project().join("n.txt");
+    run_row(&w, &row, |run| {
+        let text = run.ok_text(1);
+        assert_eq!(read_or(&note, &text), "from node\n", "{}", run.label);
+        std::fs::remove_file(&note).unwrap();
+    });
+}
+
+#[test]
+fn npx_from_an_nvm_style_node_install() {
+    let mut w = World::new();
+    // ~/.nvm/versions/node/vX/{bin/node, bin/npx -> ../lib/node_modules/npm/bin/npx-cli.js}
+    let version = String::from_utf8(
+        std::process::Command::new("node")
+            .arg("--version")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let prefix = w.root.join("home/.nvm/versions/node").join(version.trim());
+    std::fs::create_dir_all(prefix.join("bin")).unwrap();
+    std::fs::create_dir_all(prefix.join("lib/node_modules")).unwrap();
+    let which = |name: &str| -> PathBuf {
+        let out = std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {name}")])
+            .output()
+            .unwrap();
+        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+            .canonicalize()
+            .unwrap()
+    };
+    let node = which("node");
+    std::fs::copy(&node, prefix.join("bin/node")).unwrap();
+    // npx-cli.js lives in <npm>/bin; npm is its grandparent.
+    let npm_dir = which("npx")
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let status = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(&npm_dir)
+        .arg(prefix.join("lib/node_modules/npm"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::os::unix::fs::symlink(
+        "../lib/node_modules/npm/bin/npx-cli.js",
+        prefix.join("bin/npx"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        "../lib/node_modules/npm/bin/npm-cli.js",
+        prefix.join("bin/npm"),
+    )
+    .unwrap();
+    for (k, v) in w.env.iter_mut() {
+        if *k == "PATH" {
+            *v = format!("{}:{v}", prefix.join("bin").display());
+        }
+    }
+    let memory = w.project().join("memory.jsonl");
+    let row = Row {
+        name: "memory-nvm",
+        command: vec![
+            prefix.join("bin/npx").display().to_string(),
+            "-y".into(),
+            pin("NPX_PACKAGES", "server-memory"),
+        ],
+        env: vec![("MEMORY_FILE_PATH", memory.display().to_string())],
+        steps: vec![call(
+            "create_entities",
+            json!({"entities": [{"name": "nvm-entity", "entityType": "test", "observations": ["o"]}]}),
+        )],
+    };
+    run_row(&w, &row, |run| {
+        let text = run.ok_text(1);
+        assert!(
+            read_or(&memory, &text).contains("nvm-entity"),
+            "{}",
+            run.label
+        );
+        std::fs::remove_file(&memory).unwrap();
+    });
+}
