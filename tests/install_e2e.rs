@@ -173,6 +173,15 @@ async fn install_then_every_wrapped_entry_speaks_mcp_through_the_proxy() {
     // Default proxy: the mcpjail-proxy next to mcpjail.
     let out = sb.run(&["install", "--yes"]);
     assert_ok(&out);
+    // The start check launched every wrapped entry once, as its client would, and each one
+    // answered initialize through the proxy and the jail.
+    let stderr = text(&out.stderr);
+    let n = cfgs.len();
+    assert!(
+        stderr.contains(&format!("start check: {n} of {n} start")),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("  starts  ").count(), n, "{stderr}");
     let proxy = PathBuf::from(MCPJAIL).with_file_name("mcpjail-proxy");
 
     for (dest, _, toml, holder) in &cfgs {

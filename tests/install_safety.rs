@@ -175,7 +175,7 @@ fn managed_mcp_json_is_never_touched() {
 fn without_a_tty_and_without_yes_nothing_is_written() {
     let sb = Sandbox::new();
     let cursor = sb.place(CURSOR);
-    let out = sb.run(&["install", "--proxy", PROXY]);
+    let out = sb.run(&["install", "--no-check", "--proxy", PROXY]);
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(
@@ -189,7 +189,7 @@ fn without_a_tty_and_without_yes_nothing_is_written() {
     assert_eq!(sb.read(CURSOR.dest), cursor);
     assert!(!sb.state_dir().exists(), "records written without consent");
 
-    let out = sb.run(&["install", "--proxy", PROXY, "--dry-run"]);
+    let out = sb.run(&["install", "--no-check", "--proxy", PROXY, "--dry-run"]);
     assert_ok(&out);
     assert_eq!(sb.read(CURSOR.dest), cursor);
 }
@@ -198,7 +198,13 @@ fn without_a_tty_and_without_yes_nothing_is_written() {
 fn missing_proxy_binary_is_a_clear_error() {
     let sb = Sandbox::new();
     sb.place(CURSOR);
-    let out = sb.run(&["install", "--yes", "--proxy", "/nonexistent/mcpjail-proxy"]);
+    let out = sb.run(&[
+        "install",
+        "--yes",
+        "--no-check",
+        "--proxy",
+        "/nonexistent/mcpjail-proxy",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(
@@ -212,7 +218,7 @@ fn missing_proxy_binary_is_a_clear_error() {
 fn default_proxy_is_the_one_next_to_mcpjail() {
     let sb = Sandbox::new();
     sb.place(CURSOR);
-    let out = sb.run(&["install", "--yes"]);
+    let out = sb.run(&["install", "--yes", "--no-check"]);
     assert_ok(&out);
     let v = parse(false, &text(&sb.read(CURSOR.dest)));
     let expected = Path::new(MCPJAIL).with_file_name("mcpjail-proxy");
@@ -431,7 +437,7 @@ fn claude_config_dir_is_honoured() {
     let bytes = std::fs::read(repo().join("fixtures/configs").join(CLAUDE_JSON.source)).unwrap();
     std::fs::write(dir.join(".claude.json"), &bytes).unwrap();
     let out = sb
-        .command(&["install", "--yes", "--proxy", PROXY])
+        .command(&["install", "--yes", "--no-check", "--proxy", PROXY])
         .env("CLAUDE_CONFIG_DIR", &dir)
         .output()
         .unwrap();

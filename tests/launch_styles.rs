@@ -467,3 +467,81 @@ fn npx_from_an_nvm_style_node_install() {
         std::fs::remove_file(&memory).unwrap();
     });
 }
+
+/// `mcpjail install` on a realistic project config: it wraps every local server and then
+/// launches each once, as the client would, and reports exactly which start — with the reason
+/// for the ones that do not.
+#[test]
+fn install_reports_exactly_which_entries_start() {
+    let w = World::new();
+    let uv_project = copy_project(&w, "uv-project");
+    let node_project = copy_project(&w, "node-project");
+    std::os::unix::fs::symlink(
+        test_env("node/node_modules"),
+        node_project.join("node_modules"),
+    )
+    .unwrap();
+    // A server that reads its settings from outside any scope at start-up, and one that is not
+    // installed at all: neither can start, for different reasons.
+    let settings = w.root.join("home/.config/acme/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(&settings, "{}").unwrap();
+    let project = w.project().display().to_string();
+    let memory = w.project().join("memory.jsonl").display().to_string();
+    let config = json!({"mcpServers": {
+        "files": {"command": "npx", "args": ["-y", pin("NPX_PACKAGES", "server-filesystem"), project]},
+        "memory": {"command": "npx", "args": ["-y", pin("NPX_PACKAGES", "server-memory")],
+                   "env": {"MEMORY_FILE_PATH": memory}},
+        "time": {"command": "uvx", "args": [pin("UVX_PACKAGES", "mcp-server-time")]},
+        "git": {"command": "uvx", "args": [pin("UVX_PACKAGES", "mcp-server-git"), "--repository", project]},
+        "notes-uv": {"command": "uv", "args": ["--directory", uv_project.display().to_string(), "run", "server.py", project]},
+        "notes-node": {"command": "node", "args": [node_project.join("server.mjs").display().to_string(), project]},
+        "acme": {"command": "node", "args": ["-e", format!(
+            "require('fs').readFileSync({:?}); setInterval(() => {{}}, 1000)", settings.display().to_string())]},
+        "missing": {"command": "mcp-server-not-installed-anywhere", "args": []}
+    }});
+    support::git_init(&w.project(), "initial");
+    std::fs::write(
+        w.project().join(".mcp.json"),
+        serde_json::to_string_pretty(&config).unwrap(),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcpjail"))
+        .args(["install", "--yes", "--client", "claude-code"])
+        .current_dir(w.project())
+        .env_clear()
+        .envs(w.env.iter().map(|(k, v)| (*k, v)))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let starts: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("starts"))
+        .map(|l| l.trim().split(' ').nth(2).unwrap_or(""))
+        .collect();
+    let fails: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("does not start"))
+        .map(|l| l.trim().split(' ').nth(2).unwrap_or(""))
+        .collect();
+    let mut starts_sorted = starts.clone();
+    starts_sorted.sort_unstable();
+    assert_eq!(
+        starts_sorted,
+        ["files", "git", "memory", "notes-node", "notes-uv", "time"],
+        "{stderr}"
+    );
+    let mut fails_sorted = fails.clone();
+    fails_sorted.sort_unstable();
+    assert_eq!(fails_sorted, ["acme", "missing"], "{stderr}");
+    assert!(stderr.contains("start check: 6 of 8 start"), "{stderr}");
+    // Each failure says why: the jail refused the settings file; the program is not on PATH.
+    assert!(stderr.contains(&settings.display().to_string()), "{stderr}");
+    assert!(
+        stderr.contains("mcp-server-not-installed-anywhere"),
+        "{stderr}"
+    );
+    // Some entries do not start: install says so in its exit status.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+}

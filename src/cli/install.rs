@@ -8,13 +8,15 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
 
 use super::{GlobalArgs, UserError};
 use crate::clients::apply::{self, FilePlan, Problem};
-use crate::clients::scan::{self, FileScan};
+use crate::clients::scan::{self, FileScan, ServerEntry};
+use crate::clients::startcheck::{self, StartOutcome, StartTarget};
 use crate::clients::{self, diff, record, ClientId, HostEnv};
 
 #[derive(Debug, Clone, Args)]
@@ -38,6 +40,12 @@ pub struct InstallArgs {
     /// The mcpjail-proxy binary to put in the configs (default: the one next to this mcpjail).
     #[arg(long, value_name = "PATH")]
     pub proxy: Option<PathBuf>,
+    /// Do not launch each wrapped entry once to check that it starts.
+    #[arg(long)]
+    pub no_check: bool,
+    /// How long each entry may take to answer `initialize` in the start check.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub check_timeout: u64,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -68,6 +76,12 @@ pub struct StatusArgs {
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
+    /// Launch each local server once, as its client would, and report whether it starts.
+    #[arg(long)]
+    pub check: bool,
+    /// How long each entry may take to answer `initialize` with `--check`.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub check_timeout: u64,
 }
 
 fn parse_clients(names: &[String]) -> anyhow::Result<Vec<ClientId>> {
@@ -287,7 +301,17 @@ pub fn run_install(args: InstallArgs, global: &GlobalArgs) -> anyhow::Result<Exi
         yes: args.yes,
         force: args.force,
     };
+    let check = (!args.no_check).then(|| Duration::from_secs(args.check_timeout));
     if let Some(code) = review_plans(&host, &plans, problems.len(), &review, global)? {
+        if args.dry_run {
+            if let Some(limit) = check {
+                let targets = planned_targets(&host, &project, &scans, &plans);
+                let failing = report_starts(&targets, limit, "would be written");
+                if failing > 0 {
+                    return Ok(ExitCode::from(1));
+                }
+            }
+        }
         return Ok(code);
     }
     let installs = host.installs_dir();
@@ -300,7 +324,12 @@ pub fn run_install(args: InstallArgs, global: &GlobalArgs) -> anyhow::Result<Exi
             display_path(&host, &installs)
         );
     }
-    Ok(exit_for(failed + problems.len()))
+    let mut failing = 0;
+    if let Some(limit) = check {
+        let targets = planned_targets(&host, &project, &scans, &plans);
+        failing = report_starts(&targets, limit, "written");
+    }
+    Ok(exit_for(failed + problems.len() + failing))
 }
 
 /// The flags that decide whether planned edits are written.
@@ -329,6 +358,103 @@ fn review_plans(
         return Ok(Some(ExitCode::from(1)));
     }
     Ok(None)
+}
+
+/// Where a client starts this entry's server: the entry's `cwd`, else the project for a
+/// project's config, else HOME (clients differ; HOME is the common choice).
+fn entry_cwd(host: &HostEnv, project: &Path, entry: &ServerEntry) -> PathBuf {
+    match (&entry.cwd, entry.scope) {
+        (Some(cwd), _) => project.join(cwd),
+        (None, clients::Scope::Project | clients::Scope::Local) => project.to_path_buf(),
+        (None, clients::Scope::User) => host.home.clone(),
+    }
+}
+
+fn target_for(
+    host: &HostEnv,
+    project: &Path,
+    entry: &ServerEntry,
+    argv: Vec<String>,
+) -> StartTarget {
+    StartTarget {
+        label: format!("{} › {}", display_path(host, &entry.file), entry.name),
+        argv,
+        env: entry.env.clone(),
+        cwd: entry_cwd(host, project, entry),
+    }
+}
+
+/// The wrapped command line of every entry the plans write.
+fn planned_targets(
+    host: &HostEnv,
+    project: &Path,
+    scans: &[FileScan],
+    plans: &[FilePlan],
+) -> Vec<StartTarget> {
+    let mut out = Vec::new();
+    for plan in plans {
+        for change in &plan.changes {
+            let Some(entry) = scans
+                .iter()
+                .flat_map(|s| s.entries.iter())
+                .find(|e| e.file == plan.file.path && e.pointer == change.pointer)
+            else {
+                continue;
+            };
+            let mut argv = vec![change.new.command.clone()];
+            argv.extend(change.new.args.clone().unwrap_or_default());
+            out.push(target_for(host, project, entry, argv));
+        }
+    }
+    out
+}
+
+/// Launch every target once and print which start, with the reason (and fix) for each that
+/// does not. Returns how many do not start.
+fn report_starts(targets: &[StartTarget], limit: Duration, what: &str) -> usize {
+    if targets.is_empty() {
+        return 0;
+    }
+    eprintln!(
+        "start check: launching each entry {what} once, as its client would (limit {} s each)…",
+        limit.as_secs()
+    );
+    let outcomes = startcheck::check_all(targets, limit);
+    let mut failing = 0;
+    for (t, o) in targets.iter().zip(&outcomes) {
+        match o {
+            StartOutcome::Started { millis } => {
+                eprintln!("  starts          {} ({} ms)", t.label, millis)
+            }
+            StartOutcome::Failed { reason } => {
+                failing += 1;
+                eprintln!("  does not start  {}", t.label);
+                for line in reason.lines() {
+                    eprintln!("                  {line}");
+                }
+            }
+            StartOutcome::TimedOut { limit } => {
+                failing += 1;
+                eprintln!(
+                    "  does not start  {}\n                  no answer to initialize within {} s \
+                     (a first run may still be downloading; hint: --check-timeout SECONDS)",
+                    t.label,
+                    limit.as_secs()
+                );
+            }
+        }
+    }
+    eprintln!(
+        "start check: {} of {} start{}",
+        outcomes.len() - failing,
+        outcomes.len(),
+        if failing > 0 {
+            "; the lines above name what stops the others and the flag or policy line that fixes it"
+        } else {
+            ""
+        }
+    );
+    failing
 }
 
 fn exit_for(failures: usize) -> ExitCode {
@@ -445,6 +571,24 @@ pub fn run_status(args: StatusArgs, global: &GlobalArgs) -> anyhow::Result<ExitC
         .into_iter()
         .filter(|s| s.text.is_some() || s.error.is_some())
         .collect();
+    if args.check {
+        let targets: Vec<StartTarget> = scans
+            .iter()
+            .flat_map(|s| s.entries.iter())
+            .filter(|e| e.skipped.is_none())
+            .filter_map(|e| {
+                let mut argv = vec![e.command.clone()?];
+                argv.extend(e.args.iter().cloned());
+                Some(target_for(&host, &project, e, argv))
+            })
+            .collect();
+        let failing = report_starts(
+            &targets,
+            Duration::from_secs(args.check_timeout),
+            "configured",
+        );
+        return Ok(exit_for(failing));
+    }
     let mut out = std::io::stdout().lock();
     if args.json {
         let status = StatusJson {

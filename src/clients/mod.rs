@@ -31,6 +31,7 @@ pub mod jsonc;
 pub mod procs;
 pub mod record;
 pub mod scan;
+pub mod startcheck;
 pub mod tomlfmt;
 pub mod vscode;
 pub mod windsurf;

@@ -27,6 +27,13 @@ pub struct ServerEntry {
     pub args: Vec<String>,
     /// Keys of the entry's own `env` (and Codex `env_vars`): passed with `--env-keep`.
     pub env_keep: Vec<String>,
+    /// The entry's own `env` values (string values only), as the client sets them: used to
+    /// launch the entry for a start check. Never serialized (values may be secrets).
+    #[serde(skip)]
+    pub env: Vec<(String, String)>,
+    /// The entry's `cwd`, when it names one.
+    #[serde(skip)]
+    pub cwd: Option<String>,
     /// Non-fatal remarks (e.g. VS Code `envFile`).
     pub warnings: Vec<String>,
     #[serde(skip)]
@@ -139,6 +146,8 @@ fn entry_of(
         command: None,
         args: vec![],
         env_keep: vec![],
+        env: vec![],
+        cwd: None,
         warnings: vec![],
         keys,
         shape: shape.clone(),
@@ -180,6 +189,15 @@ fn entry_of(
                 entry.get("env")
             };
             e.env_keep = env_keys(env);
+            e.env = env
+                .and_then(|v| v.as_object())
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            e.cwd = h.get("cwd").and_then(|c| c.as_str()).map(str::to_string);
             if file.client == ClientId::Codex {
                 for k in codex::env_vars(entry) {
                     if !e.env_keep.contains(&k) {
