@@ -545,3 +545,70 @@ fn install_reports_exactly_which_entries_start() {
     // Some entries do not start: install says so in its exit status.
     assert_eq!(out.status.code(), Some(1), "{stderr}");
 }
+
+/// A server that writes its own dot-directory and an XDG cache at start-up (as
+/// desktop-commander and platformdirs-based servers do): jailed with no policy it cannot start
+/// and the reason names the path; with the documented policy line `state = ["~/.acme-server"]`
+/// (in `~/.config/mcpjail/servers/acme.toml`, found by name) it starts, its settings land in the
+/// real dot-directory, and its cache lands in its private state directory, not in `~/.cache`.
+#[test]
+fn server_state_dot_directory_and_xdg_cache() {
+    use mcpjail::clients::startcheck::{check, StartOutcome, StartTarget};
+    let w = World::new();
+    let home = w.root.join("home");
+    let server = vec![
+        test_env("py/bin/python").display().to_string(),
+        repo_root()
+            .join("fixtures/state_server.py")
+            .display()
+            .to_string(),
+    ];
+    let target = |argv: Vec<String>| StartTarget {
+        label: "acme".into(),
+        argv,
+        env: w
+            .env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
+        cwd: w.project(),
+    };
+    let limit = std::time::Duration::from_secs(60);
+    // Control: unjailed, it starts and writes both under HOME.
+    assert!(check(&target(server.clone()), limit).started());
+    assert!(home.join(".acme-server/config.json").is_file());
+    assert!(home.join(".cache/acme/cache.txt").is_file());
+    std::fs::remove_dir_all(home.join(".acme-server")).unwrap();
+    std::fs::remove_dir_all(home.join(".cache")).unwrap();
+
+    let mut proxied = vec![
+        PROXY.to_string(),
+        "--name".into(),
+        "acme".into(),
+        "--".into(),
+    ];
+    proxied.extend(server.iter().cloned());
+    // Jailed, no policy: the dot-directory is outside every grant.
+    match check(&target(proxied.clone()), limit) {
+        StartOutcome::Failed { reason } => {
+            assert!(reason.contains(".acme-server"), "{reason}")
+        }
+        other => panic!("started without a grant for its dot-directory: {other:?}"),
+    }
+    assert!(!home.join(".acme-server").exists());
+
+    // The documented policy line.
+    let policy = home.join(".config/mcpjail/servers/acme.toml");
+    std::fs::create_dir_all(policy.parent().unwrap()).unwrap();
+    std::fs::write(&policy, "state = [\"~/.acme-server\"]\n").unwrap();
+    let outcome = check(&target(proxied), limit);
+    assert!(outcome.started(), "{outcome:?}");
+    assert!(home.join(".acme-server/config.json").is_file());
+    assert!(
+        !home.join(".cache").exists(),
+        "the jailed server wrote the real ~/.cache"
+    );
+    assert!(home
+        .join(".local/state/mcpjail-servers/acme/cache/acme/cache.txt")
+        .is_file());
+}

@@ -151,6 +151,27 @@ pub fn resolve_settings(
     for note in &derived.notes {
         tracing::info!("{note}");
     }
+    // The policy file's `state` directories: the jail can only grant what exists.
+    for dir in &derived.state_dirs {
+        if !dir.exists() {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| {
+                    super::UserError::new(format!(
+                        "cannot create the state directory {} named in the policy file: {e}",
+                        dir.display()
+                    ))
+                    .with_hint("create it yourself, or fix the `state` line of the policy file")
+                })?;
+            tracing::info!(
+                "created the state directory {} (policy file `state`)",
+                dir.display()
+            );
+        }
+    }
     crate::proxy::pinning::check_settings(&name, args.pin, home.as_deref()).map_err(|e| {
         super::UserError::new(format!("--pin block cannot work for `{name}`: {e}")).with_hint(
             "pick a plain --name (letters, digits, `-`, `_`, `.`), set XDG_STATE_HOME or HOME, \
@@ -163,6 +184,7 @@ pub fn resolve_settings(
         tcp_connect_ports: args.allow_tcp_connect.clone(),
         tcp_bind_ports: args.allow_tcp_bind.clone(),
     };
+    let state_dir = crate::policy::server_state_dir(&name, home.as_deref());
     Ok(crate::proxy::ProxyConfig {
         name,
         command: args.command.clone(),
@@ -179,6 +201,7 @@ pub fn resolve_settings(
             disabled: args.no_jail,
             require_full: args.require_full,
             env_keep: args.env_keep.clone(),
+            state_dir,
             ..Default::default()
         },
         deny_as: match args.deny_as {

@@ -60,6 +60,9 @@ pub struct Derived {
     pub policy_file: Option<PathBuf>,
     /// Per-tool settings from the policy file (`[tools.NAME] read_only = true`).
     pub tools: BTreeMap<String, ToolPolicy>,
+    /// The policy file's `state` directories (also in the write scope): whoever starts the
+    /// server creates the missing ones first.
+    pub state_dirs: Vec<PathBuf>,
 }
 
 impl Derived {
@@ -92,6 +95,7 @@ pub enum DeriveError {
 /// read  = ["~/docs", "/srv/shared"]       # read-only roots
 /// write = ["./data"]                      # read-write roots (relative to this file)
 /// deny  = ["**/*.sqlite-journal"]         # extra deny globs (absolute or **/ patterns)
+/// state = ["~/.claude-server-commander"]  # the server's own state dirs: read-write, created
 /// ignore_argv = false                     # true: do not add paths from the server's argv
 ///
 /// [tools.write_file]
@@ -106,6 +110,11 @@ pub struct PolicyFile {
     pub write: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deny: Vec<String>,
+    /// The server's own state directories (`~/.claude-server-commander`): read-write, and
+    /// created (0700) before the server starts when missing, since the jail can only grant
+    /// what exists.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub state: Vec<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ignore_argv: bool,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -163,6 +172,28 @@ pub fn config_dir(home: Option<&Path>) -> Option<PathBuf> {
 /// `$XDG_STATE_HOME/mcpjail` (default `~/.local/state/mcpjail`).
 pub fn state_dir(home: Option<&Path>) -> Option<PathBuf> {
     xdg_dir("XDG_STATE_HOME", home, ".local/state").map(|d| d.join("mcpjail"))
+}
+
+/// `$XDG_STATE_HOME/mcpjail-servers/<name>` (default `~/.local/state/mcpjail-servers/<name>`):
+/// the private state directory the jail gives one server. Kept apart from mcpjail's own state
+/// (pins, install records), which every server is denied.
+pub fn server_state_dir(name: &str, home: Option<&Path>) -> Option<PathBuf> {
+    let safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let safe = if safe.is_empty() || safe.starts_with('.') {
+        format!("_{safe}")
+    } else {
+        safe
+    };
+    xdg_dir("XDG_STATE_HOME", home, ".local/state").map(|d| d.join("mcpjail-servers").join(safe))
 }
 
 fn xdg_dir(var: &str, home: Option<&Path>, default: &str) -> Option<PathBuf> {
@@ -280,6 +311,7 @@ pub fn derive_scope_with_env(
         None => default_policy_path(&inputs.name, inputs.home.as_deref()).filter(|p| p.is_file()),
     };
     let mut policy = PolicyFile::default();
+    let mut state_dirs = Vec::new();
     if let Some(path) = &policy_path {
         let text = std::fs::read_to_string(path).map_err(|e| DeriveError::PolicyFile {
             path: path.clone(),
@@ -290,17 +322,20 @@ pub fn derive_scope_with_env(
             cwd: path.parent().map(Path::to_path_buf).unwrap_or_default(),
             home: inputs.home.clone(),
         };
-        for (list, write) in [(&policy.read, false), (&policy.write, true)] {
+        for (list, field) in [
+            (&policy.read, "read"),
+            (&policy.write, "write"),
+            (&policy.state, "state"),
+        ] {
+            let write = field != "read";
             for raw in list {
                 let resolved = resolve(raw, &file_ctx).map_err(|e| DeriveError::PolicyFile {
                     path: path.clone(),
-                    message: format!(
-                        "line {}: field `{}`: {raw}: {e}",
-                        line_of(&text, raw),
-                        if write { "write" } else { "read" }
-                    ),
+                    message: format!("line {}: field `{field}`: {raw}: {e}", line_of(&text, raw)),
                 })?;
-                if !resolved.exists() {
+                if field == "state" {
+                    state_dirs.push(resolved.clone());
+                } else if !resolved.exists() {
                     notes.push(format!(
                         "policy file entry {raw} ({}) does not exist yet",
                         resolved.display()
@@ -400,6 +435,7 @@ pub fn derive_scope_with_env(
         notes,
         policy_file: policy_path,
         tools: policy.tools,
+        state_dirs,
     })
 }
 

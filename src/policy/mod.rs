@@ -31,7 +31,7 @@ pub use check::{access_for, check_argument, check_argument_with, ArgumentDenial}
 pub use command::{package_name, Launcher, Runner, ServerCommand};
 pub use derive::{
     always_denied, default_policy_path, derive_scope, derive_scope_with_env, runtime_paths,
-    DeriveError, DeriveInputs, Derived, PolicyFile, ToolPolicy,
+    server_state_dir, DeriveError, DeriveInputs, Derived, PolicyFile, ToolPolicy,
 };
 pub use detect::{
     find_path_arguments, scan_arguments, ArgsTooComplex, Detection, PathArgument, ToolInfo,

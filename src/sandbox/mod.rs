@@ -20,6 +20,7 @@ pub mod launcher;
 mod report;
 pub mod runtime;
 pub mod seatbelt;
+mod state;
 mod tmpdir;
 
 #[cfg(target_os = "linux")]
@@ -46,6 +47,11 @@ pub struct JailOptions {
     /// `VIRTUAL_ENV`, the contents of an `--env-file`; see [`launcher`]): set over the base
     /// environment and kept through the scrub.
     pub launch_env: Vec<(String, String)>,
+    /// The server's private state directory (see `policy::server_state_dir`): created 0700,
+    /// granted read-write, and the server's `XDG_{STATE,DATA,CACHE,CONFIG}_HOME` point into it,
+    /// so a server that keeps state, caches or settings "in its home" writes there instead of
+    /// failing on the real ones it is denied.
+    pub state_dir: Option<PathBuf>,
 }
 
 /// How well one layer is enforced.
@@ -222,6 +228,28 @@ pub fn prepare_with_env(
         access: GrantAccess::ReadWrite,
         why: "private TMPDIR".into(),
     });
+    let mut xdg_env: Vec<(OsString, OsString)> = Vec::new();
+    if let Some(dir) = &opts.state_dir {
+        match state::prepare(dir) {
+            Ok(vars) => {
+                notes.push(format!(
+                    "private state directory {} (read-write; the server's XDG_STATE_HOME, \
+                     XDG_DATA_HOME, XDG_CACHE_HOME and XDG_CONFIG_HOME point into it)",
+                    dir.display()
+                ));
+                grants.push(Grant {
+                    path: dir.clone(),
+                    access: GrantAccess::ReadWrite,
+                    why: "the server's private state directory".into(),
+                });
+                xdg_env = vars;
+            }
+            Err(e) => notes.push(format!(
+                "no private state directory: cannot create {}: {e}",
+                dir.display()
+            )),
+        }
+    }
     let scope_grants = scope
         .read
         .iter()
@@ -289,6 +317,8 @@ pub fn prepare_with_env(
     let mut keep = opts.env_keep.clone();
     keep.extend(launch_env.iter().map(|(k, _)| k.clone()));
     let mut env = env::scrub(base_env, &keep, Some(tmp.path()));
+    env.retain(|(k, _)| !xdg_env.iter().any(|(x, _)| x == k));
+    env.extend(xdg_env);
     jailed_path(&mut env, rt.pyenv_bin.as_deref());
     let dropped = env::dropped(base_env, &env);
 
