@@ -1,7 +1,7 @@
 //! The server child: spawned through the jail, its stdin fed by a writer task, its stdout read
-//! as frames by the router, its stderr copied to ours line by line by a task that also keeps
-//! the last [`STDERR_TAIL_BYTES`] of it, so a server that dies can be explained from what it
-//! wrote (see [`crate::sandbox::explain_failure`]).
+//! as frames by the router, its stderr copied to ours line by line (see [`StderrCopy`]) while
+//! the last [`STDERR_TAIL_BYTES`] of it are kept, so a server that dies can be explained from
+//! what it wrote (see [`crate::sandbox::explain_failure`]).
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
+use tokio::net::unix::pipe;
 use tokio::process::{ChildStdout, Command};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -30,10 +31,10 @@ pub struct ServerChild {
     /// The jail this server runs in. Kept as long as the server: it owns the private TMPDIR,
     /// which is removed when it drops (after the server is reaped, as fields drop in order).
     pub jail: Option<crate::sandbox::PreparedJail>,
-    /// The last bytes the server wrote to stderr.
-    pub stderr_tail: StderrTail,
-    /// The task copying the server's stderr to ours (ends at the pipe's EOF).
-    stderr_copy: Option<JoinHandle<()>>,
+    /// The server's stderr, copied to ours.
+    stderr: Arc<StderrCopy>,
+    /// The task that copies it as it arrives (ends at the pipe's EOF).
+    stderr_task: Option<JoinHandle<()>>,
 }
 
 impl ServerChild {
@@ -57,11 +58,10 @@ impl ServerChild {
             .stderr
             .take()
             .ok_or_else(|| std::io::Error::other("the server's stderr was not piped"))?;
-        let stderr_tail = StderrTail::default();
-        let stderr_copy = tokio::spawn(copy_stderr(stderr, stderr_tail.clone(), |line| {
-            // One line in one write, so it does not interleave with the proxy's own log lines.
-            let _ = std::io::stderr().write_all(line);
-        }));
+        let stderr = Arc::new(StderrCopy::new(pipe::Receiver::from_owned_fd(
+            stderr.into_owned_fd()?,
+        )?));
+        let stderr_task = tokio::spawn(copy_stderr(stderr.clone()));
         let (tx, mut rx) = mpsc::unbounded_channel::<Bytes>();
         tokio::spawn(async move {
             while let Some(msg) = rx.recv().await {
@@ -88,21 +88,30 @@ impl ServerChild {
             stdout_eof: false,
             status: None,
             jail: None,
-            stderr_tail,
-            stderr_copy: Some(stderr_copy),
+            stderr,
+            stderr_task: Some(stderr_task),
         })
+    }
+
+    /// Copy what the server has written to stderr so far, now. The router calls this before
+    /// it forwards each server message, so a line the server wrote before its answer reaches
+    /// our stderr before the answer reaches the client — the order an inherited stderr had.
+    pub fn sync_stderr(&self) {
+        self.stderr.drain_now();
     }
 
     /// Once the server has exited: wait (at most `bound`) for the stderr copy to reach the end
     /// of the pipe, so the tail holds everything the server wrote, then return the tail. A
     /// descendant that keeps the pipe open past `bound` is not waited for: the copy stops here.
     pub async fn finish_stderr(&mut self, bound: Duration) -> String {
-        if let Some(mut copy) = self.stderr_copy.take() {
-            if tokio::time::timeout(bound, &mut copy).await.is_err() {
-                copy.abort();
+        if let Some(mut task) = self.stderr_task.take() {
+            if tokio::time::timeout(bound, &mut task).await.is_err() {
+                task.abort();
+                self.stderr.drain_now();
             }
         }
-        self.stderr_tail.text()
+        self.stderr.flush_partial();
+        self.stderr.tail.text()
     }
 
     /// Queue one message for the server (dropped silently if its stdin is already closed: the
@@ -169,55 +178,127 @@ impl StderrTail {
     }
 }
 
-/// Copy `from` to `emit` line by line (each complete line in one call, in order), keeping the
-/// tail. A partial line is emitted when no more input arrives for [`PARTIAL_LINE_WAIT`], and
-/// whatever is left at EOF is emitted too: nothing is lost, nothing waits for a newline that
-/// may never come.
-pub async fn copy_stderr<R, F>(mut from: R, tail: StderrTail, mut emit: F)
-where
-    R: AsyncRead + Unpin,
-    F: FnMut(&[u8]),
-{
-    let mut pending: Vec<u8> = Vec::new();
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        let read = if pending.is_empty() {
-            from.read(&mut buf).await
-        } else {
-            match tokio::time::timeout(PARTIAL_LINE_WAIT, from.read(&mut buf)).await {
-                Ok(r) => r,
+/// The server's stderr pipe, copied to our stderr line by line (each complete line in one
+/// write, so it does not interleave with the proxy's own log lines) and kept in a tail.
+///
+/// Two parties copy: the task in [`copy_stderr`] as bytes arrive, and the router through
+/// [`ServerChild::sync_stderr`] before each server message. Both take the same lock, so bytes
+/// go out once and in order. A partial line is passed on when no more input arrives for
+/// [`PARTIAL_LINE_WAIT`] (a prompt-like write is not held back), when it grows past
+/// [`MAX_PARTIAL_LINE`], and at the end: nothing is lost, nothing waits for a newline that may
+/// never come.
+#[derive(Debug)]
+pub struct StderrCopy {
+    pipe: pipe::Receiver,
+    state: Mutex<CopyState>,
+    pub tail: StderrTail,
+}
+
+#[derive(Debug, Default)]
+struct CopyState {
+    /// Bytes of a line whose newline has not arrived yet.
+    partial: Vec<u8>,
+    eof: bool,
+}
+
+impl StderrCopy {
+    fn new(pipe: pipe::Receiver) -> StderrCopy {
+        StderrCopy {
+            pipe,
+            state: Mutex::new(CopyState::default()),
+            tail: StderrTail::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, CopyState> {
+        // A poisoned lock only means a copy panicked mid-line; the bytes are still bytes.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Copy everything the pipe holds now, without waiting. `false` once the pipe is at EOF.
+    fn drain_now(&self) -> bool {
+        let mut st = self.lock();
+        if st.eof {
+            return false;
+        }
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match self.pipe.try_read(&mut buf) {
+                Ok(0) => {
+                    st.eof = true;
+                    self.emit_partial(&mut st);
+                    return false;
+                }
+                Ok(n) => self.take(&mut st, &buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => {
-                    emit(&pending);
-                    tail.push(&pending);
-                    pending.clear();
+                    st.eof = true;
+                    self.emit_partial(&mut st);
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// New bytes: emit the complete lines, keep the rest.
+    fn take(&self, st: &mut CopyState, bytes: &[u8]) {
+        st.partial.extend_from_slice(bytes);
+        if st.partial.len() > MAX_PARTIAL_LINE {
+            self.emit_partial(st);
+            return;
+        }
+        let Some(last_nl) = st.partial.iter().rposition(|&b| b == b'\n') else {
+            return;
+        };
+        let rest = st.partial.split_off(last_nl + 1);
+        for line in st.partial.split_inclusive(|&b| b == b'\n') {
+            emit(line);
+        }
+        self.tail.push(&st.partial);
+        st.partial = rest;
+    }
+
+    fn emit_partial(&self, st: &mut CopyState) {
+        if !st.partial.is_empty() {
+            emit(&st.partial);
+            self.tail.push(&st.partial);
+            st.partial.clear();
+        }
+    }
+
+    fn flush_partial(&self) {
+        let mut st = self.lock();
+        self.emit_partial(&mut st);
+    }
+
+    fn has_partial(&self) -> bool {
+        !self.lock().partial.is_empty()
+    }
+}
+
+fn emit(bytes: &[u8]) {
+    let _ = std::io::stderr().write_all(bytes);
+}
+
+/// Copy the server's stderr as it arrives, until the pipe's EOF.
+async fn copy_stderr(copy: Arc<StderrCopy>) {
+    loop {
+        let ready = if copy.has_partial() {
+            match tokio::time::timeout(PARTIAL_LINE_WAIT, copy.pipe.readable()).await {
+                Ok(ready) => ready,
+                Err(_) => {
+                    copy.flush_partial();
                     continue;
                 }
             }
+        } else {
+            copy.pipe.readable().await
         };
-        let n = match read {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        pending.extend_from_slice(&buf[..n]);
-        if pending.len() > MAX_PARTIAL_LINE {
-            // A very long line without a newline: pass it on in pieces rather than hold it.
-            emit(&pending);
-            tail.push(&pending);
-            pending.clear();
-            continue;
+        if ready.is_err() || !copy.drain_now() {
+            copy.flush_partial();
+            return;
         }
-        if let Some(last_nl) = pending.iter().rposition(|&b| b == b'\n') {
-            let rest = pending.split_off(last_nl + 1);
-            for line in pending.split_inclusive(|&b| b == b'\n') {
-                emit(line);
-            }
-            tail.push(&pending);
-            pending = rest;
-        }
-    }
-    if !pending.is_empty() {
-        emit(&pending);
-        tail.push(&pending);
     }
 }
 

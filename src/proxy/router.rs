@@ -1039,6 +1039,8 @@ impl Router {
 
     fn on_server_frame(&mut self, frame: Frame, child: &mut ServerChild) {
         self.server_spoke = true;
+        // What the server wrote to stderr before this message goes out before it.
+        child.sync_stderr();
         let line = match frame {
             Frame::TooLong { len } => {
                 tracing::error!(
@@ -1166,7 +1168,7 @@ impl Router {
             if let Some(mut rec) = p.record {
                 rec.jail_hint = jail_hint;
                 rec.latency = p.started.elapsed();
-                rec.result_bytes = line.len();
+                rec.result_bytes = rewritten.as_ref().map_or(line.len(), |r| r.len());
                 if env.error.is_some() {
                     rec.outcome = "error";
                 }
