@@ -221,10 +221,7 @@ fn a_result_reporting_a_refused_write_gets_the_fix_appended() {
         "{hint}"
     );
     assert!(hint.contains(&format!("--allow-write {target}")), "{hint}");
-    assert!(s
-        .fixture_calls()
-        .iter()
-        .any(|c| c.contains("write_file") && c.contains(&target)));
+    s.wait_stderr(&format!(r#""path":"{target}"}},"tool":"write_file""#));
     assert!(!std::path::Path::new(&target).exists());
     s.wait_stderr("mcpjail: the jail refused write access");
 
@@ -298,10 +295,7 @@ fn a_tool_without_annotations_may_take_a_path_under_a_read_root() {
     let inside = t.p("ro/r.txt");
     let r = s.call("write_file", json!({"path": inside, "content": "changed"}));
     assert!(!is_denial(&r), "forwarded, not denied by the proxy: {r}");
-    assert!(s
-        .fixture_calls()
-        .iter()
-        .any(|c| c.contains("write_file") && c.contains(&inside)));
+    s.wait_stderr(&format!(r#""path":"{inside}"}},"tool":"write_file""#));
     assert_eq!(
         std::fs::read_to_string(&inside).unwrap(),
         "read-only",
@@ -371,4 +365,27 @@ fn a_last_line_without_a_newline_is_passed_through_and_quoted() {
     let first = stderr.iter().position(|l| l == "first");
     let last = stderr.iter().position(|l| l.starts_with("last words"));
     assert!(first.is_some() && last > first, "{stderr:?}");
+}
+
+#[test]
+fn a_program_that_cannot_be_started_is_answered_and_not_blamed_on_the_jail() {
+    let t = Tree::new();
+    let program = t.p("outside/server.sh");
+    std::fs::write(&program, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut s = proxied_command(&t, &[], &[&program]);
+    let (code, msg, data) = initialize_error(&mut s);
+    assert_eq!(code, -32603, "{msg}");
+    assert!(
+        msg.starts_with("mcpjail could not start the MCP server"),
+        "{msg}"
+    );
+    assert!(msg.contains("chmod +x"), "{msg}");
+    assert!(!msg.contains("the jail refused"), "{msg}");
+    assert_eq!(
+        data["mcpjail/server_failure"]["cause"], "spawn_failed",
+        "{data}"
+    );
+    s.close_stdin();
+    assert_ne!(s.wait_exit(), 0);
 }

@@ -34,6 +34,9 @@ pub enum Needed {
     Read,
     Write,
     Exec,
+    /// An `open` of a path that is gone now and was not readable: a read of a file that
+    /// existed then, or a create.
+    ReadOrWrite,
 }
 
 impl Needed {
@@ -42,6 +45,7 @@ impl Needed {
             Needed::Read => "read",
             Needed::Write => "write",
             Needed::Exec => "exec",
+            Needed::ReadOrWrite => "read or write",
         }
     }
 }
@@ -124,6 +128,9 @@ pub enum Cause {
     Jail,
     /// The jail refused to execute the program itself.
     ProgramNotExecutable,
+    /// The program could not be started for a reason of its own (not executable, a bad `#!`
+    /// line), though the jail lets it run.
+    SpawnFailed,
     /// The jail could not be applied in the child.
     JailNotApplied,
     /// The server reported a permission error, but on no path outside the jail's grants.
@@ -170,6 +177,12 @@ impl Explanation {
                 "the jail refused to execute the program ({}); {}",
                 self.detail.as_deref().unwrap_or("permission denied"),
                 self.refused.first().map(Refused::hint).unwrap_or_default()
+            ),
+            Cause::SpawnFailed => format!(
+                "it could not be started (`{}`), though the jail lets it run: check that the \
+                 program exists, is executable (chmod +x) and has a working #! line; to confirm, \
+                 run it once with --no-jail (for diagnosis only, not as a fix)",
+                quote(self.detail.as_deref().unwrap_or(""))
             ),
             Cause::JailNotApplied => format!(
                 "the jail could not be applied, so the server was not started ({}); run with -v \
@@ -273,12 +286,25 @@ pub fn explain_failure(
                     line: err.to_string(),
                 },
             );
-            return Explanation {
-                cause: Cause::ProgramNotExecutable,
-                refused: refused.into_iter().collect(),
-                detail: Some(format!("{}: {err}", jail.program().display())),
+            let detail = Some(format!("{}: {err}", jail.program().display()));
+            return match refused {
+                Some(r) => Explanation {
+                    cause: Cause::ProgramNotExecutable,
+                    refused: vec![r],
+                    detail,
+                },
+                None => Explanation {
+                    cause: Cause::SpawnFailed,
+                    refused: Vec::new(),
+                    detail,
+                },
             };
         }
+        return Explanation {
+            cause: Cause::SpawnFailed,
+            refused: Vec::new(),
+            detail: Some(format!("{}: {err}", jail.program().display())),
+        };
     }
     let refused = refused_in(jail, scope, stderr_tail);
     if !refused.is_empty() {
@@ -286,13 +312,6 @@ pub fn explain_failure(
             cause: Cause::Jail,
             refused,
             detail: None,
-        };
-    }
-    if let Some(err) = spawn_error {
-        return Explanation {
-            cause: Cause::NotJail,
-            refused: Vec::new(),
-            detail: Some(err.to_string()),
         };
     }
     let lines: Vec<&str> = stderr_tail
@@ -539,7 +558,9 @@ fn allows(jail: &PreparedJail, path: &Path, needed: Needed) -> bool {
     jail.grants().iter().any(|g| match g.access {
         GrantAccess::List => needed == Needed::Read && path == g.path,
         GrantAccess::Read => needed == Needed::Read && path.starts_with(&g.path),
-        GrantAccess::ReadExec => needed != Needed::Write && path.starts_with(&g.path),
+        GrantAccess::ReadExec => {
+            matches!(needed, Needed::Read | Needed::Exec) && path.starts_with(&g.path)
+        }
         GrantAccess::ReadWrite => needed != Needed::Exec && path.starts_with(&g.path),
     })
 }
@@ -564,9 +585,11 @@ fn judge(jail: &PreparedJail, scope: &Scope, reported: Reported) -> Option<Refus
         Op::Missing if exists => Needed::Read,
         Op::Missing => return None,
         // A refused open of a file that does not exist was a create (a read would have been
-        // ENOENT); of one the jail does not let it read, a read; of a program it may read but
-        // not run, an exec; else a write.
-        Op::Unknown if !exists => Needed::Write,
+        // ENOENT) — or a read of a file removed since, if the jail does not let it read there;
+        // of one the jail does not let it read, a read; of a program it may read but not run,
+        // an exec; else a write.
+        Op::Unknown if !exists && allows(jail, &path, Needed::Read) => Needed::Write,
+        Op::Unknown if !exists => Needed::ReadOrWrite,
         Op::Unknown if !allows(jail, &path, Needed::Read) => Needed::Read,
         Op::Unknown if is_executable_file(&path) && !allows(jail, &path, Needed::Exec) => {
             Needed::Exec
@@ -591,6 +614,13 @@ fn judge(jail: &PreparedJail, scope: &Scope, reported: Reported) -> Option<Refus
                 policy_line: format!("write = [{quoted}]"),
             },
             Needed::Exec => Fix::NeedsExec,
+            Needed::ReadOrWrite => Fix::Grant {
+                flag: format!(
+                    "--allow-read {shown} (to read it) or --allow-write {shown} (to create or \
+                     change it)"
+                ),
+                policy_line: format!("read = [{quoted}] or write = [{quoted}]"),
+            },
         }
     };
     Some(Refused {
