@@ -389,3 +389,33 @@ fn a_program_that_cannot_be_started_is_answered_and_not_blamed_on_the_jail() {
     s.close_stdin();
     assert_ne!(s.wait_exit(), 0);
 }
+
+#[test]
+fn long_successful_results_are_data_not_error_messages() {
+    let t = Tree::new();
+    let secret = t.p("outside/secret.txt");
+    // A log in the scope that quotes someone else's permission error on a path outside.
+    let log = format!(
+        "{}\nEACCES: permission denied, open '{secret}'\n",
+        "previous log line\n".repeat(100)
+    );
+    std::fs::write(t.p("scope/app.log"), &log).unwrap();
+    let mut opts = Opts::new(&t);
+    opts.env.push(("FIXTURE_ERRORS", "node".into()));
+    let mut s = Session::start(&t, opts);
+    s.initialize();
+    let r = s.call("read_file", json!({"path": t.p("scope/app.log")}));
+    assert_eq!(result_text(&r), log);
+    assert_eq!(r["result"]["content"].as_array().unwrap().len(), 1, "{r}");
+    // The same line as a short unflagged message is read as one.
+    let r = s.call(
+        "echo",
+        json!({"text": format!("EACCES: permission denied, open '{secret}'")}),
+    );
+    let content = r["result"]["content"].as_array().unwrap();
+    assert_eq!(content.len(), 2, "{r}");
+    assert!(content[1]["text"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("--allow-read {secret}")));
+}

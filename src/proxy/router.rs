@@ -36,6 +36,10 @@ use crate::policy::{ResolveContext, Scope, ToolInfo};
 /// (longer only if a descendant still holds it open).
 const STDERR_DRAIN: Duration = Duration::from_secs(2);
 
+/// Longest text of a result without `isError: true` that is still read as an error message
+/// for jail hints.
+const MAX_UNFLAGGED_ERROR_TEXT: usize = 1024;
+
 /// How long a `tools/call` may wait for the proxy's own `tools/list` before it is judged with
 /// value heuristics alone.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -1192,13 +1196,21 @@ impl Router {
             return None;
         }
         let mut msg: Value = serde_json::from_slice(Frame::content(line)).ok()?;
+        let is_error = msg.pointer("/result/isError") == Some(&Value::Bool(true));
         let content = msg.pointer_mut("/result/content")?.as_array_mut()?;
-        let text: Vec<&str> = content
+        let text = content
             .iter()
             .filter(|item| item.get("type").and_then(Value::as_str) == Some("text"))
             .filter_map(|item| item.get("text").and_then(Value::as_str))
-            .collect();
-        let refused = crate::sandbox::refused_in(jail, &self.scope, &text.join("\n"));
+            .collect::<Vec<_>>()
+            .join("\n");
+        // Many servers report errors as plain text without `isError`, but a long successful
+        // result is data (a log file that quotes someone else's permission error), not a
+        // message about this call.
+        if !is_error && text.len() > MAX_UNFLAGGED_ERROR_TEXT {
+            return None;
+        }
+        let refused = crate::sandbox::refused_in(jail, &self.scope, &text);
         if refused.is_empty() {
             return None;
         }
