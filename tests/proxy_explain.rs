@@ -361,6 +361,8 @@ fn a_last_line_without_a_newline_is_passed_through_and_quoted() {
     assert!(msg.contains("last words"), "{msg}");
     s.close_stdin();
     assert_eq!(s.wait_exit(), 4);
+    // The test reads the proxy's stderr on its own thread: wait for it to get there.
+    s.wait_stderr("last words");
     let stderr = s.stderr.lock().unwrap().clone();
     let first = stderr.iter().position(|l| l == "first");
     let last = stderr.iter().position(|l| l.starts_with("last words"));
