@@ -165,8 +165,10 @@ fn nested_path_arrays_are_checked_element_by_element() {
     assert_eq!(s.fixture_calls().len(), 2, "{:?}", s.fixture_calls());
 }
 
+/// A read-only root is readable by every tool; a write there is refused by the kernel (the
+/// proxy forwards a tool without `readOnlyHint`, since it may only read: issue 8, item 5).
 #[test]
-fn read_only_roots_allow_read_only_tools_but_not_writers() {
+fn read_only_roots_allow_reads_and_the_jail_refuses_writes() {
     let t = Tree::new();
     let mut opts = Opts::new(&t);
     opts.proxy_args = vec!["--allow-read".into(), t.p("ro")];
@@ -178,7 +180,8 @@ fn read_only_roots_allow_read_only_tools_but_not_writers() {
         "write_file",
         json!({"path": t.p("ro/r.txt"), "content": "changed"}),
     );
-    assert!(is_denial(&r), "{r}");
+    assert!(!is_denial(&r), "{r}");
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
     assert_eq!(
         std::fs::read_to_string(t.p("ro/r.txt")).unwrap(),
         "read-only"

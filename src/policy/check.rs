@@ -6,7 +6,9 @@
 //! * a tool whose `readOnlyHint` is true (or that a policy file forces read-only) needs **read**
 //!   scope for its paths: read roots or write roots;
 //! * any other tool — and a tool with no known schema — needs **write** scope for its paths: a
-//!   path that lies only under a read root is refused for it.
+//!   path that lies only under a read root is refused for it. (The proxy relaxes this when the
+//!   jail fully enforces the filesystem, since the kernel then refuses the write itself: see
+//!   `proxy::check::check_tool_call`.)
 //!
 //! An argument that cannot be resolved (NUL byte, `..` below a missing directory, a foreign
 //! `file://` host, ...) is refused too, with the resolver's reason. An empty string given to a

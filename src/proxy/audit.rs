@@ -28,6 +28,9 @@ pub struct CallRecord {
     pub arguments: Option<Value>,
     /// The answer was a JSON-RPC error / the server went away before answering.
     pub outcome: &'static str,
+    /// The result reported a permission error on a path outside the jail: what the jail
+    /// refused and the fix (also appended to the result the client sees).
+    pub jail_hint: Option<String>,
 }
 
 /// Where call records go.
@@ -143,6 +146,9 @@ impl CallLog {
             if rec.outcome != "ok" && rec.outcome != "denied" {
                 line.push_str(&format!(" [{}]", rec.outcome));
             }
+            if let Some(hint) = &rec.jail_hint {
+                line.push_str(&format!(" ({})", redact_str(hint)));
+            }
             write_stderr_line(&line);
         }
         if let Some(file) = &mut self.file {
@@ -160,6 +166,10 @@ impl CallLog {
                 "outcome": rec.outcome,
                 "arguments": rec.arguments.as_ref().map(redact),
             });
+            let mut entry = entry;
+            if let Some(hint) = &rec.jail_hint {
+                entry["jail_hint"] = Value::String(redact_str(hint));
+            }
             let mut line = entry.to_string();
             line.push('\n');
             if let Err(err) = file.write_all(line.as_bytes()) {

@@ -56,11 +56,19 @@ impl Verdict {
 
 /// Check a `tools/call`: `tool` is what `tools/list` taught us (`None`: value heuristics only);
 /// `forced_read_only` is a policy file's `[tools.NAME] read_only = true`.
+///
+/// `kernel_stops_writes`: the jail's filesystem layer is fully enforced. Then a tool that is
+/// not known to be read-only may still be given a path that is only under a read root (so
+/// `--allow-read DIR` does what users expect for a server whose tools carry no annotations):
+/// if the tool only reads it, that works; if it writes, the kernel refuses the write, and the
+/// refusal is explained in the result. Without that guarantee (`--no-jail`, a partially
+/// enforced jail) the proxy is the only layer and keeps asking for write scope.
 pub fn check_tool_call(
     scope: &Scope,
     ctx: &ResolveContext,
     tool: Option<&ToolInfo>,
     forced_read_only: bool,
+    kernel_stops_writes: bool,
     arguments: &Value,
 ) -> Verdict {
     // A read-only tool only ever gets read scope; any other tool may write through any path
@@ -82,7 +90,16 @@ pub fn check_tool_call(
         }
     };
     for arg in &args {
-        let outcome = check_one(scope, ctx, arg, access);
+        let mut outcome = check_one(scope, ctx, arg, access);
+        let outside_write_scope =
+            matches!(&outcome.1, Some(r) if r.kind == "outside_scope" && r.access == Access::Write);
+        if kernel_stops_writes && outside_write_scope {
+            // Under a read root only: the jail, not the proxy, stops a write there.
+            let as_read = check_one(scope, ctx, arg, Access::Read);
+            if as_read.1.is_none() {
+                outcome = as_read;
+            }
+        }
         verdict.paths.push(outcome.0);
         if verdict.refusal.is_none() {
             verdict.refusal = outcome.1;

@@ -1,12 +1,20 @@
 //! The server child: spawned through the jail, its stdin fed by a writer task, its stdout read
-//! as frames by the router, its stderr inherited (the server's own diagnostics reach the user).
+//! as frames by the router, its stderr copied to ours line by line (see [`StderrCopy`]) while
+//! the last [`STDERR_TAIL_BYTES`] of it are kept, so a server that dies can be explained from
+//! what it wrote (see [`crate::sandbox::explain_failure`]).
 
+use std::collections::VecDeque;
+use std::io::Write;
 use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::io::AsyncWriteExt;
+use tokio::net::unix::pipe;
 use tokio::process::{ChildStdout, Command};
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 use super::framing::FramedReader;
 
@@ -23,6 +31,10 @@ pub struct ServerChild {
     /// The jail this server runs in. Kept as long as the server: it owns the private TMPDIR,
     /// which is removed when it drops (after the server is reaped, as fields drop in order).
     pub jail: Option<crate::sandbox::PreparedJail>,
+    /// The server's stderr, copied to ours.
+    stderr: Arc<StderrCopy>,
+    /// The task that copies it as it arrives (ends at the pipe's EOF).
+    stderr_task: Option<JoinHandle<()>>,
 }
 
 impl ServerChild {
@@ -30,7 +42,7 @@ impl ServerChild {
     pub fn spawn(mut cmd: Command, max_line: usize) -> std::io::Result<ServerChild> {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .kill_on_drop(true);
         let mut process = cmd.spawn()?;
         let pid = process.id().unwrap_or(0);
@@ -42,6 +54,14 @@ impl ServerChild {
             .stdin
             .take()
             .ok_or_else(|| std::io::Error::other("the server's stdin was not piped"))?;
+        let stderr = process
+            .stderr
+            .take()
+            .ok_or_else(|| std::io::Error::other("the server's stderr was not piped"))?;
+        let stderr = Arc::new(StderrCopy::new(pipe::Receiver::from_owned_fd(
+            stderr.into_owned_fd()?,
+        )?));
+        let stderr_task = tokio::spawn(copy_stderr(stderr.clone()));
         let (tx, mut rx) = mpsc::unbounded_channel::<Bytes>();
         tokio::spawn(async move {
             while let Some(msg) = rx.recv().await {
@@ -68,7 +88,30 @@ impl ServerChild {
             stdout_eof: false,
             status: None,
             jail: None,
+            stderr,
+            stderr_task: Some(stderr_task),
         })
+    }
+
+    /// Copy what the server has written to stderr so far, now. The router calls this before
+    /// it forwards each server message, so a line the server wrote before its answer reaches
+    /// our stderr before the answer reaches the client — the order an inherited stderr had.
+    pub fn sync_stderr(&self) {
+        self.stderr.drain_now();
+    }
+
+    /// Once the server has exited: wait (at most `bound`) for the stderr copy to reach the end
+    /// of the pipe, so the tail holds everything the server wrote, then return the tail. A
+    /// descendant that keeps the pipe open past `bound` is not waited for: the copy stops here.
+    pub async fn finish_stderr(&mut self, bound: Duration) -> String {
+        if let Some(mut task) = self.stderr_task.take() {
+            if tokio::time::timeout(bound, &mut task).await.is_err() {
+                task.abort();
+                self.stderr.drain_now();
+            }
+        }
+        self.stderr.flush_partial();
+        self.stderr.tail.text()
     }
 
     /// Queue one message for the server (dropped silently if its stdin is already closed: the
@@ -93,6 +136,168 @@ impl ServerChild {
                     nix::sys::signal::Signal::SIGTERM,
                 );
             }
+        }
+    }
+}
+
+/// How much of the server's stderr is kept for explaining its failure.
+pub const STDERR_TAIL_BYTES: usize = 8 * 1024;
+
+/// A partial line (no newline yet) is passed on after this long without more input, so a
+/// prompt-like write is not held back.
+const PARTIAL_LINE_WAIT: Duration = Duration::from_millis(50);
+
+/// Longest partial line held back waiting for its newline.
+const MAX_PARTIAL_LINE: usize = 64 * 1024;
+
+/// The last [`STDERR_TAIL_BYTES`] a server wrote to stderr (a ring of bytes).
+#[derive(Debug, Clone, Default)]
+pub struct StderrTail(Arc<Mutex<VecDeque<u8>>>);
+
+impl StderrTail {
+    fn push(&self, bytes: &[u8]) {
+        // A poisoned lock only means a copy task panicked mid-push; the bytes are still bytes.
+        let mut ring = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let keep = bytes.len().min(STDERR_TAIL_BYTES);
+        ring.extend(&bytes[bytes.len() - keep..]);
+        let over = ring.len().saturating_sub(STDERR_TAIL_BYTES);
+        ring.drain(..over);
+    }
+
+    /// The tail as text; a first line cut by the ring's start is dropped.
+    pub fn text(&self) -> String {
+        let ring = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let bytes: Vec<u8> = ring.iter().copied().collect();
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        if bytes.len() >= STDERR_TAIL_BYTES {
+            if let Some(i) = text.find('\n') {
+                return text[i + 1..].to_string();
+            }
+        }
+        text
+    }
+}
+
+/// The server's stderr pipe, copied to our stderr line by line (each complete line in one
+/// write, so it does not interleave with the proxy's own log lines) and kept in a tail.
+///
+/// Two parties copy: the task in [`copy_stderr`] as bytes arrive, and the router through
+/// [`ServerChild::sync_stderr`] before each server message. Both take the same lock, so bytes
+/// go out once and in order. A partial line is passed on when no more input arrives for
+/// [`PARTIAL_LINE_WAIT`] (a prompt-like write is not held back), when it grows past
+/// [`MAX_PARTIAL_LINE`], and at the end: nothing is lost, nothing waits for a newline that may
+/// never come.
+#[derive(Debug)]
+pub struct StderrCopy {
+    pipe: pipe::Receiver,
+    state: Mutex<CopyState>,
+    pub tail: StderrTail,
+}
+
+#[derive(Debug, Default)]
+struct CopyState {
+    /// Bytes of a line whose newline has not arrived yet.
+    partial: Vec<u8>,
+    eof: bool,
+}
+
+impl StderrCopy {
+    fn new(pipe: pipe::Receiver) -> StderrCopy {
+        StderrCopy {
+            pipe,
+            state: Mutex::new(CopyState::default()),
+            tail: StderrTail::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, CopyState> {
+        // A poisoned lock only means a copy panicked mid-line; the bytes are still bytes.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Copy everything the pipe holds now, without waiting. `false` once the pipe is at EOF.
+    fn drain_now(&self) -> bool {
+        let mut st = self.lock();
+        if st.eof {
+            return false;
+        }
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match self.pipe.try_read(&mut buf) {
+                Ok(0) => {
+                    st.eof = true;
+                    self.emit_partial(&mut st);
+                    return false;
+                }
+                Ok(n) => self.take(&mut st, &buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    st.eof = true;
+                    self.emit_partial(&mut st);
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// New bytes: emit the complete lines, keep the rest.
+    fn take(&self, st: &mut CopyState, bytes: &[u8]) {
+        st.partial.extend_from_slice(bytes);
+        if st.partial.len() > MAX_PARTIAL_LINE {
+            self.emit_partial(st);
+            return;
+        }
+        let Some(last_nl) = st.partial.iter().rposition(|&b| b == b'\n') else {
+            return;
+        };
+        let rest = st.partial.split_off(last_nl + 1);
+        for line in st.partial.split_inclusive(|&b| b == b'\n') {
+            emit(line);
+        }
+        self.tail.push(&st.partial);
+        st.partial = rest;
+    }
+
+    fn emit_partial(&self, st: &mut CopyState) {
+        if !st.partial.is_empty() {
+            emit(&st.partial);
+            self.tail.push(&st.partial);
+            st.partial.clear();
+        }
+    }
+
+    fn flush_partial(&self) {
+        let mut st = self.lock();
+        self.emit_partial(&mut st);
+    }
+
+    fn has_partial(&self) -> bool {
+        !self.lock().partial.is_empty()
+    }
+}
+
+fn emit(bytes: &[u8]) {
+    let _ = std::io::stderr().write_all(bytes);
+}
+
+/// Copy the server's stderr as it arrives, until the pipe's EOF.
+async fn copy_stderr(copy: Arc<StderrCopy>) {
+    loop {
+        let ready = if copy.has_partial() {
+            match tokio::time::timeout(PARTIAL_LINE_WAIT, copy.pipe.readable()).await {
+                Ok(ready) => ready,
+                Err(_) => {
+                    copy.flush_partial();
+                    continue;
+                }
+            }
+        } else {
+            copy.pipe.readable().await
+        };
+        if ready.is_err() || !copy.drain_now() {
+            copy.flush_partial();
+            return;
         }
     }
 }

@@ -10,10 +10,14 @@
 //! * [`message`] — the JSON-RPC envelope, request ids, duplicate keys, error replies;
 //! * [`check`] — one call's path arguments resolved and checked; the denial a client sees;
 //! * [`audit`] — `--log` lines and `--log-file` JSON lines, with secrets redacted;
-//! * `child` — the server process behind the jail; [`stdio`] — our stdin/stdout on the reactor;
+//! * `child` — the server process behind the jail, its stderr copied to ours and its tail kept
+//!   for [`crate::sandbox::explain_failure`]; [`stdio`] — our stdin/stdout on the reactor;
 //! * [`pinning`] — tool pins: changed tools reported, hidden and refused (`--pin`);
 //! * `era` — what the proxy's own results must carry in each protocol era;
-//! * `router` — the connection: both directions, learning, holding, lifecycle.
+//! * `router` — the connection: both directions, learning, holding, lifecycle; a server that
+//!   dies before answering gets every pending request answered with why (what the jail likely
+//!   refused and the flag for it), and a tool result that reports a permission error on a path
+//!   outside the jail gets the fix appended — the only results it re-serialises.
 
 pub mod audit;
 pub mod check;

@@ -32,6 +32,14 @@ use super::pinning::Pinning;
 use super::{DenyMode, ProxyConfig, ProxyError};
 use crate::policy::{ResolveContext, Scope, ToolInfo};
 
+/// How long, after the server exited, its stderr copy may take to reach the end of the pipe
+/// (longer only if a descendant still holds it open).
+const STDERR_DRAIN: Duration = Duration::from_secs(2);
+
+/// Longest text of a result without `isError: true` that is still read as an error message
+/// for jail hints.
+const MAX_UNFLAGGED_ERROR_TEXT: usize = 1024;
+
 /// How long a `tools/call` may wait for the proxy's own `tools/list` before it is judged with
 /// value heuristics alone.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -106,6 +114,11 @@ struct Router {
     pinning: Pinning,
     /// A long server response being forwarded piecewise.
     streaming: Option<Streaming>,
+    /// The server has sent something: a failure from now on is not a start failure.
+    server_spoke: bool,
+    /// The jail's filesystem layer is fully enforced, so the kernel refuses writes under
+    /// read-only roots whatever the proxy forwards (see `check::check_tool_call`).
+    kernel_stops_writes: bool,
 }
 
 /// A server response being streamed through: its id and how much of it went out.
@@ -149,14 +162,7 @@ where
             log.note("WARNING: --no-jail: the server runs unconfined (diagnosis only)");
         }
     }
-    let mut child = ServerChild::spawn(jail.command(), config.max_line_bytes).map_err(|e| {
-        ProxyError::Spawn {
-            command: config.command.join(" "),
-            source: e,
-        }
-    })?;
-    child.jail = Some(jail);
-    tracing::debug!(pid = child.pid, "server started");
+    let spawned = ServerChild::spawn(jail.command(), config.max_line_bytes);
 
     let (out_tx, out_rx) = mpsc::unbounded_channel::<Bytes>();
     let counter = OutCounter {
@@ -169,6 +175,7 @@ where
     };
     let writer = tokio::spawn(write_loop(client_out, out_rx, counter.clone()));
     let mut client = FramedReader::new(client_in, config.max_line_bytes);
+    let command_line = config.command.join(" ");
 
     let nonce = format!(
         "{:x}{:x}",
@@ -206,7 +213,37 @@ where
         respawn: None,
         refetch_after_replay: false,
         streaming: None,
+        server_spoke: false,
+        kernel_stops_writes: false,
     };
+    let mut child = match spawned {
+        Ok(mut child) => {
+            router.kernel_stops_writes = kernel_stops_writes(&jail);
+            child.jail = Some(jail);
+            child
+        }
+        Err(source) => {
+            // The client still deserves to hear why: answer every request it sends with the
+            // explanation until it goes away, then fail as before.
+            let explanation =
+                crate::sandbox::explain_failure(&jail, &router.scope, Some(&source), "");
+            let msg = format!(
+                "mcpjail could not start the MCP server: {}",
+                explanation.text()
+            );
+            router.report_failure(&msg, None, &explanation);
+            router
+                .serve_dead_server(&mut client, &msg, &explanation, &shutdown)
+                .await;
+            drop(router);
+            let _ = writer.await;
+            return Err(ProxyError::Spawn {
+                command: command_line,
+                source,
+            });
+        }
+    };
+    tracing::debug!(pid = child.pid, "server started");
     let mut reapers = Vec::new();
 
     let mut client_eof = false;
@@ -289,7 +326,34 @@ where
     }
 
     let status = child.status.map(exit_code).unwrap_or(1);
-    router.fail_in_flight(status);
+    let owed = router.owes_answers();
+    let start_failure = !router.server_spoke && !client_eof;
+    if owed || start_failure {
+        // Everything the server wrote is needed to explain its end.
+        let tail = child.finish_stderr(STDERR_DRAIN).await;
+        let explanation = match &child.jail {
+            Some(jail) => crate::sandbox::explain_failure(jail, &router.scope, None, &tail),
+            None => crate::sandbox::Explanation {
+                cause: crate::sandbox::Cause::NotJail,
+                refused: Vec::new(),
+                detail: None,
+            },
+        };
+        let msg = format!(
+            "the MCP server exited (status {status}) before answering: {}",
+            explanation.text()
+        );
+        router.report_failure(&msg, Some(status), &explanation);
+        router.fail_in_flight(&msg, &explanation);
+        if start_failure {
+            // A server that died before it said anything: the client's first request may not
+            // have arrived yet. Answer it (and anything after) instead of leaving the client
+            // with a closed pipe and no reason.
+            router
+                .serve_dead_server(&mut client, &msg, &explanation, &shutdown)
+                .await;
+        }
+    }
     drop(router);
     for reaper in reapers {
         let _ = reaper.await;
@@ -610,7 +674,14 @@ impl Router {
                     paths: Vec::new(),
                     refusal: Some(refusal),
                 },
-                None => check::check_tool_call(&self.scope, &self.ctx, known, forced, &arguments),
+                None => check::check_tool_call(
+                    &self.scope,
+                    &self.ctx,
+                    known,
+                    forced,
+                    self.kernel_stops_writes,
+                    &arguments,
+                ),
             };
             (verdict, Some(name.to_string()), Some(arguments))
         } else {
@@ -689,6 +760,7 @@ impl Router {
             result_bytes: 0,
             arguments,
             outcome: "ok",
+            jail_hint: None,
         })
     }
 
@@ -782,6 +854,7 @@ impl Router {
                 result_bytes: line.len(),
                 arguments: None,
                 outcome: "denied",
+                jail_hint: None,
             });
         }
         tracing::warn!("refused a call: {msg}");
@@ -939,6 +1012,7 @@ impl Router {
                 return None;
             }
         };
+        self.kernel_stops_writes = new_child.jail.as_ref().is_some_and(kernel_stops_writes);
         let old = std::mem::replace(child, new_child);
         self.log.note(&format!(
             "server pid {} replaced by pid {}",
@@ -946,7 +1020,7 @@ impl Router {
         ));
         let msg = "mcpjail restarted the MCP server under a narrower jail (the client's roots \
                    changed) before it answered; retry the request";
-        self.fail_pending("server_restarted", msg);
+        self.fail_pending("server_restarted", msg, None);
         // The old server's own requests (roots/list) and our fetches to it are void.
         self.server_roots_requests.clear();
         self.own.retain(|_, o| matches!(o, Own::RootsList));
@@ -968,6 +1042,9 @@ impl Router {
     // ---------------------------------------------------------------- server → client
 
     fn on_server_frame(&mut self, frame: Frame, child: &mut ServerChild) {
+        self.server_spoke = true;
+        // What the server wrote to stderr before this message goes out before it.
+        child.sync_stderr();
         let line = match frame {
             Frame::TooLong { len } => {
                 tracing::error!(
@@ -1074,35 +1151,84 @@ impl Router {
         }
         let pending = self.pending.remove(&key);
         let discover_done = matches!(&pending, Some(p) if p.kind == Kind::Discover);
-        let mut pinned_listing = None;
+        let mut rewritten = None;
         if let Some(p) = pending {
             if p.kind == Kind::ToolsList {
                 if let Some(result) = env.result {
                     let _ = self.learn_tools(result.get(), false);
                 }
-                // --pin block: the only server message the proxy rewrites, and only when a
-                // changed tool must be hidden (see Pinning::hide_unapproved).
-                pinned_listing = self.pinning.hide_unapproved(Frame::content(&line));
+                // --pin block: a changed tool must be hidden (see Pinning::hide_unapproved).
+                rewritten = self.pinning.hide_unapproved(Frame::content(&line));
+            }
+            let mut jail_hint = None;
+            if p.kind == Kind::ToolsCall && env.result.is_some() {
+                // A result that reports a permission error on a path outside the jail gets the
+                // fix appended (see `explain_jail_refusals`); every other result passes as is.
+                if let Some((line, hint)) = self.explain_jail_refusals(&line, child) {
+                    rewritten = Some(line);
+                    jail_hint = Some(hint);
+                }
             }
             if let Some(mut rec) = p.record {
+                rec.jail_hint = jail_hint;
                 rec.latency = p.started.elapsed();
-                rec.result_bytes = line.len();
+                rec.result_bytes = rewritten.as_ref().map_or(line.len(), |r| r.len());
                 if env.error.is_some() {
                     rec.outcome = "error";
                 }
                 self.log.record(&rec);
             }
         }
-        self.out
-            .send(pinned_listing.unwrap_or_else(|| terminated(line)));
+        self.out.send(rewritten.unwrap_or_else(|| terminated(line)));
         if discover_done && !self.saw_initialize && !self.tools_learned {
             self.start_fetch(child);
         }
     }
 
+    /// A `tools/call` result whose text reports a permission error on a path the jail does not
+    /// grant (for the access it needed): the same result with one text item appended,
+    /// "mcpjail: the jail refused <access> to <path>; <hint>", re-serialised, and the hints for
+    /// the log. `None` — forward the original bytes — for every other result, including
+    /// permission errors on paths inside the jail's grants (the server's own, not the jail's).
+    fn explain_jail_refusals(&self, line: &[u8], child: &ServerChild) -> Option<(Bytes, String)> {
+        let jail = child.jail.as_ref()?;
+        if !crate::sandbox::mentions_permission_error(line) {
+            return None;
+        }
+        let mut msg: Value = serde_json::from_slice(Frame::content(line)).ok()?;
+        let is_error = msg.pointer("/result/isError") == Some(&Value::Bool(true));
+        let content = msg.pointer_mut("/result/content")?.as_array_mut()?;
+        let text = content
+            .iter()
+            .filter(|item| item.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|item| item.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n");
+        // Many servers report errors as plain text without `isError`, but a long successful
+        // result is data (a log file that quotes someone else's permission error), not a
+        // message about this call.
+        if !is_error && text.len() > MAX_UNFLAGGED_ERROR_TEXT {
+            return None;
+        }
+        let refused = crate::sandbox::refused_in(jail, &self.scope, &text);
+        if refused.is_empty() {
+            return None;
+        }
+        let mut hints = Vec::new();
+        for r in &refused {
+            let hint = format!("mcpjail: {}; {}", r.sentence(), r.hint());
+            content.push(json!({"type": "text", "text": hint}));
+            hints.push(hint);
+        }
+        let hints = hints.join(" | ");
+        let mut out = serde_json::to_vec(&msg).ok()?;
+        out.push(b'\n');
+        Some((Bytes::from(out), hints))
+    }
+
     /// Answer every request the server has not answered with an internal error (oldest first)
     /// and log each as `outcome`: the server that owed the answers is gone.
-    fn fail_pending(&mut self, outcome: &'static str, msg: &str) {
+    fn fail_pending(&mut self, outcome: &'static str, msg: &str, data: Option<Value>) {
         let mut pending: Vec<Pending> = self.pending.drain().map(|(_, p)| p).collect();
         pending.sort_by_key(|p| p.started);
         for p in pending {
@@ -1115,7 +1241,7 @@ impl Router {
                 Some(&p.raw_id),
                 code::INTERNAL_ERROR,
                 msg,
-                None,
+                data.clone(),
             ));
         }
     }
@@ -1147,9 +1273,10 @@ impl Router {
         self.out.send(first);
     }
 
-    /// The server is gone: every request it will never answer gets an error.
-    fn fail_in_flight(&mut self, status: i32) {
-        let msg = format!("the MCP server exited (status {status}) before answering");
+    /// The server is gone: every request it will never answer gets an error carrying `msg`
+    /// and, under `data`, the explanation's details.
+    fn fail_in_flight(&mut self, msg: &str, explanation: &crate::sandbox::Explanation) {
+        let data = failure_data(explanation);
         let held: Vec<Bytes> = self.held.drain(..).collect();
         for line in held {
             if let Ok(env) = message::parse_envelope(Frame::content(&line)) {
@@ -1157,14 +1284,89 @@ impl Router {
                     self.reply(message::error_line(
                         Some(id.get()),
                         code::INTERNAL_ERROR,
-                        &msg,
-                        None,
+                        msg,
+                        Some(data.clone()),
                     ));
                 }
             }
         }
-        self.fail_pending("server_exited", &msg);
+        self.fail_pending("server_exited", msg, Some(data));
     }
+
+    /// Are there client requests the server has not answered (forwarded or held)?
+    fn owes_answers(&self) -> bool {
+        !self.pending.is_empty() || !self.held.is_empty()
+    }
+
+    /// Tell the user why the server failed: `--log` (or stderr, through tracing, without it)
+    /// and the audit log.
+    fn report_failure(
+        &self,
+        msg: &str,
+        status: Option<i32>,
+        explanation: &crate::sandbox::Explanation,
+    ) {
+        if self.log.live() {
+            self.log.note(msg);
+        } else {
+            tracing::warn!("{msg}");
+        }
+        let mut fields = explanation.to_json();
+        if let Value::Object(map) = &mut fields {
+            map.insert("status".into(), json!(status));
+            map.insert("message".into(), json!(msg));
+        }
+        self.log.event("server_failed", fields);
+    }
+
+    /// The server is gone and never spoke: answer every request the client sends with `msg`
+    /// until it closes its side (or a signal arrives). Notifications need no answer.
+    async fn serve_dead_server<R: AsyncRead + Unpin>(
+        &mut self,
+        client: &mut FramedReader<R>,
+        msg: &str,
+        explanation: &crate::sandbox::Explanation,
+        shutdown: &CancellationToken,
+    ) {
+        let data = failure_data(explanation);
+        loop {
+            let frame = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                frame = client.next_frame() => frame,
+            };
+            let line = match frame {
+                Ok(Some(Frame::Line(line))) => line,
+                Ok(Some(_)) => continue,
+                Ok(None) | Err(_) => return,
+            };
+            let Ok(env) = message::parse_envelope(Frame::content(&line)) else {
+                continue;
+            };
+            if let (Some(id), Some(_)) = (env.id, env.method.as_deref()) {
+                self.reply(message::error_line(
+                    Some(id.get()),
+                    code::INTERNAL_ERROR,
+                    msg,
+                    Some(data.clone()),
+                ));
+            }
+        }
+    }
+}
+
+/// `error.data` for a request the failed server will never answer.
+fn failure_data(explanation: &crate::sandbox::Explanation) -> Value {
+    json!({ "mcpjail/server_failure": explanation.to_json() })
+}
+
+/// Is the jail's filesystem layer fully enforced (so the kernel refuses any write the scope's
+/// write roots do not cover)?
+fn kernel_stops_writes(jail: &crate::sandbox::PreparedJail) -> bool {
+    jail.is_confined()
+        && jail.report().layers.iter().any(|l| {
+            (l.layer == "landlock_fs" || l.layer == "seatbelt")
+                && l.enforcement == crate::sandbox::Enforcement::Fully
+        })
 }
 
 /// End a replaced server: close its input, SIGTERM, and SIGKILL if it lingers; always reap.

@@ -31,7 +31,10 @@ use std::path::{Path, PathBuf};
 
 use crate::policy::{Scope, ScopeSource};
 
-pub use explain::explain_start_failure;
+pub use explain::{
+    explain_failure, explain_start_failure, mentions_permission_error, refused_in, Cause,
+    Explanation, Fix, Needed, Refused,
+};
 pub use report::KernelSupport;
 
 /// How the proxy wants the server jailed.
