@@ -536,8 +536,12 @@ fn install_reports_exactly_which_entries_start() {
     fails_sorted.sort_unstable();
     assert_eq!(fails_sorted, ["acme", "missing"], "{stderr}");
     assert!(stderr.contains("start check: 6 of 8 start"), "{stderr}");
-    // Each failure says why: the jail refused the settings file; the program is not on PATH.
-    assert!(stderr.contains(&settings.display().to_string()), "{stderr}");
+    // Each failure says why and what fixes it: the jail refused the settings file (grant it
+    // with --allow-read); the program is not on PATH.
+    assert!(
+        stderr.contains(&format!("--allow-read {}", settings.display())),
+        "{stderr}"
+    );
     assert!(
         stderr.contains("mcp-server-not-installed-anywhere"),
         "{stderr}"
