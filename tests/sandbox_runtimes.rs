@@ -116,6 +116,7 @@ async fn run_with_deny(
         disabled: !jailed,
         require_full: jailed,
         env_keep: vec![],
+        ..JailOptions::default()
     };
     let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let jail = sandbox::prepare_with_env(&scope, command, scope_dir, &opts, &env).unwrap();

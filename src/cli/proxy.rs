@@ -179,6 +179,7 @@ pub fn resolve_settings(
             disabled: args.no_jail,
             require_full: args.require_full,
             env_keep: args.env_keep.clone(),
+            force_list_only_carve: false,
         },
         deny_as: match args.deny_as {
             DenyAs::Result => crate::proxy::DenyMode::Result,
