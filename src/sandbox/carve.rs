@@ -331,12 +331,8 @@ mod tests {
     fn denied_names_are_masked_and_the_directory_keeps_its_grant() {
         let (_tmp, d, set) = project();
         let mut notes = Vec::new();
-        let settled = plan(&d, &set).settle(
-            &MaskSupport::Mounts {
-                how: "test".into(),
-            },
-            &mut notes,
-        );
+        let settled =
+            plan(&d, &set).settle(&MaskSupport::Mounts { how: "test".into() }, &mut notes);
         assert_eq!(
             settled.masks,
             vec![
@@ -353,9 +349,11 @@ mod tests {
         assert_eq!(settled.grants.len(), 1);
         assert_eq!(settled.grants[0].path, d);
         assert_eq!(settled.grants[0].access, GrantAccess::ReadWrite);
-        assert!(notes.iter().any(|n| n.contains("masked in the server's view")
-            && n.contains(".env (read-only /dev/null bind)")
-            && n.contains("stays read-write")));
+        assert!(notes
+            .iter()
+            .any(|n| n.contains("masked in the server's view")
+                && n.contains(".env (read-only /dev/null bind)")
+                && n.contains("stays read-write")));
         assert!(settled.layer.is_some());
     }
 

@@ -41,7 +41,8 @@ const GID_MAP: &CStr = c"/proc/self/gid_map";
 /// Flags every mask is (re)mounted with. Adding `nodev`/`nosuid`/`noexec` also keeps any of them
 /// that are locked on the source mount (clearing a locked flag in a user namespace is EPERM); an
 /// unspecified atime mode is preserved on remount.
-const MASK_FLAGS: libc::c_ulong = libc::MS_RDONLY | libc::MS_NODEV | libc::MS_NOSUID | libc::MS_NOEXEC;
+const MASK_FLAGS: libc::c_ulong =
+    libc::MS_RDONLY | libc::MS_NODEV | libc::MS_NOSUID | libc::MS_NOEXEC;
 
 /// The masks, as NUL-terminated paths ready for the child.
 #[derive(Debug, Clone, Default)]
@@ -173,8 +174,14 @@ impl MaskPlan {
                     .map_err(MaskFailure::at(MaskStep::RemountReadOnly, i))?;
                 }
                 MaskKind::Dir => {
-                    sys::mount(Some(TMPFS), path, Some(TMPFS), MASK_FLAGS, Some(TMPFS_OPTIONS))
-                        .map_err(MaskFailure::at(MaskStep::MountTmpfs, i))?;
+                    sys::mount(
+                        Some(TMPFS),
+                        path,
+                        Some(TMPFS),
+                        MASK_FLAGS,
+                        Some(TMPFS_OPTIONS),
+                    )
+                    .map_err(MaskFailure::at(MaskStep::MountTmpfs, i))?;
                 }
             }
         }
@@ -206,11 +213,7 @@ impl MaskPlan {
                 let step = MaskStep::from_u8(answer[1]).unwrap_or(MaskStep::Unshare);
                 let index = u32::from_le_bytes([answer[2], answer[3], answer[4], answer[5]]);
                 let errno = i32::from_le_bytes([answer[6], answer[7], answer[8], answer[9]]);
-                Err(self.describe(MaskFailure {
-                    step,
-                    index,
-                    errno,
-                }))
+                Err(self.describe(MaskFailure { step, index, errno }))
             }
         }
     }

@@ -202,7 +202,9 @@ pub fn probe() -> crate::sandbox::KernelSupport {
         sandbox_exec: None,
         mount_masks: Some(match mask::probe_support() {
             Ok(ns) => format!("yes ({ns})"),
-            Err(why) => format!("NO: {why}; denied names inside granted directories fall back to list-only carving"),
+            Err(why) => format!(
+                "NO: {why}; denied names inside granted directories fall back to list-only carving"
+            ),
         }),
     }
 }

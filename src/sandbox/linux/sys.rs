@@ -5,8 +5,8 @@
 //! syscall on memory prepared by the caller and returns `io::Result` built from `errno` (which
 //! does not allocate).
 
-use std::io;
 use std::ffi::CStr;
+use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1 << 0;
@@ -270,7 +270,8 @@ pub fn in_forked_child<const N: usize>(f: &dyn Fn() -> [u8; N]) -> io::Result<[u
         return Err(io::Error::last_os_error());
     }
     // SAFETY: both descriptors were just created and are owned by nobody else.
-    let (read_end, write_end) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (read_end, write_end) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     // SAFETY: after fork the child only runs `f` (async-signal-safe by contract), write and
     // _exit; it never returns into Rust code that could touch locks held by other threads.
     let pid = unsafe { libc::fork() };
