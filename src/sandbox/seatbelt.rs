@@ -217,18 +217,16 @@ fn glob_regex(pattern: &str) -> Option<String> {
     if pattern.contains('"') || pattern.is_empty() {
         return None;
     }
-    let (prefix, rest) = if let Some(r) = pattern.strip_prefix("~/") {
-        ("^/(Users/[^/]+|var/root)/", r)
-    } else if let Some(r) = pattern.strip_prefix("$HOME/") {
-        ("^/(Users/[^/]+|var/root)/", r)
-    } else if pattern.starts_with('/') {
+    let home = "^/(Users/[^/]+|var/root)/";
+    let (prefix, rest) = if let Some(r) = pattern
+        .strip_prefix("~/")
+        .or_else(|| pattern.strip_prefix("$HOME/"))
+    {
+        (home, r)
+    } else if pattern.starts_with('/') || pattern.starts_with("**/") {
         ("^", pattern)
-    } else if pattern.starts_with("**/") {
-        ("^", pattern)
-    } else if !pattern.contains('/') {
-        ("^(.*/)?", pattern)
     } else {
-        // A relative pattern with a directory part: anywhere below some directory.
+        // A relative pattern (a bare name, or with a directory part): at any depth.
         ("^(.*/)?", pattern)
     };
     let mut re = String::from(prefix);
