@@ -197,7 +197,9 @@ impl CarvePlan {
                          so files can still be created, atomically replaced and deleted there \
                          ({how})"
                     ));
-                    details.push(format!("{listed} masked in {dir} ({how})"));
+                    details.push(format!(
+                        "masked in the server's view: {listed}; {dir} stays {kept} ({how})"
+                    ));
                     grants.push(carved.grant);
                 }
                 MaskSupport::Unavailable { why } => {
@@ -215,8 +217,8 @@ impl CarvePlan {
                         carved.others.len()
                     ));
                     details.push(format!(
-                        "{listed} carved out of {dir} by list-only carving ({why}); top-level \
-                         creates, renames and deletes there fail"
+                        "{listed} carved out of {dir} by list-only carving ({why}); new \
+                         top-level files there cannot be created, atomically replaced or deleted"
                     ));
                     grants.push(Grant {
                         path: carved.grant.path.clone(),
