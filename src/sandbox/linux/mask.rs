@@ -8,6 +8,8 @@
 //! undo a mask: the seccomp filter denies `mount`, `umount2`, `move_mount`, `open_tree`,
 //! `fsopen`/`fsmount`/`fspick`, `mount_setattr`, `pivot_root`, `unshare`, `setns` and
 //! namespace-creating `clone`, and `open_by_handle_at` (which could reopen the covered inode).
+//! Landlock, applied after the masks, also refuses every mount-topology change (mount, umount,
+//! remount, pivot_root, move_mount) to the restricted server: a second, independent barrier.
 //!
 //! Which namespaces: a process allowed to create a mount namespace by itself (root with
 //! `CAP_SYS_ADMIN`) creates only that, so it keeps its capabilities on the files in scope; a user
