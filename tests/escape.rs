@@ -208,7 +208,7 @@ async fn attempt(w: &World, program: &Path, tool: &str, jailed: bool, via: Via) 
         disabled: !jailed,
         require_full: jailed,
         env_keep: TARGET_VARS.iter().map(|s| s.to_string()).collect(),
-        ..Default::default()
+        ..JailOptions::default()
     };
     let command = vec![program.to_string_lossy().into_owned()];
     let jail = sandbox::prepare_with_env(&scope_of(w), &command, &w.scope, &opts, &w.env)

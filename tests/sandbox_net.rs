@@ -33,7 +33,7 @@ async fn call(net: NetRules, jailed: bool, tcp_port: u16, udp_port: u16, tool: &
         disabled: !jailed,
         require_full: false,
         env_keep: vec!["HOSTILE_TCP_PORT".into(), "HOSTILE_UDP_PORT".into()],
-        ..Default::default()
+        ..JailOptions::default()
     };
     let jail =
         sandbox::prepare_with_env(&scope, &[HOSTILE.to_string()], &scope_dir, &opts, &env).unwrap();

@@ -132,3 +132,23 @@ fn quotes_and_backslashes_in_paths_are_escaped() {
     assert!(!profile.contains(r#"we"ird"#));
     check("escaping", &profile);
 }
+
+#[test]
+fn deny_patterns_are_denied_inside_allowed_subpaths() {
+    // Seatbelt can deny a name inside an allowed directory itself (the last matching rule wins),
+    // so the carve-out needs no mounts on macOS: the deny rules must come after the allows.
+    let scope = Scope {
+        write: vec![entry("/Users/alice/proj")],
+        deny: vec!["**/.env*".into(), "~/.ssh".into()],
+        ..Scope::default()
+    };
+    let profile = seatbelt::profile(&scope, &[], None);
+    let allow = profile.find(r#"(subpath "/Users/alice/proj")"#).unwrap();
+    let deny = profile.find("(deny file-read* file-write*").unwrap();
+    assert!(deny > allow, "{profile}");
+    assert!(
+        profile.contains(r#"(regex #"^/?(.*/)?\.env[^/]*(/.*)?$")"#),
+        "{profile}"
+    );
+    assert!(profile.contains(r#"(regex #"^/(Users/[^/]+|var/root)/\.ssh(/.*)?$")"#));
+}

@@ -71,6 +71,9 @@ pub fn run(args: DoctorArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
         "no_new_privs    settable: {}, already set on this process: {}",
         k.no_new_privs_settable, k.no_new_privs_already_set
     );
+    if let Some(masks) = &k.mount_masks {
+        println!("mount masks     {masks}");
+    }
     if let Some(se) = k.sandbox_exec {
         println!("sandbox-exec    {}", yes_no(se, "/usr/bin/sandbox-exec"));
     }

@@ -1,17 +1,26 @@
-//! Carving denied names out of granted directories.
+//! Keeping denied names out of granted directories.
 //!
 //! Landlock cannot deny a file inside a directory it allows. When a scope directory directly
-//! contains an entry matching a deny pattern (`.env`, `.mcp.json`, `id_rsa`, `.ssh`...), the
-//! directory is granted for listing only and every *other* entry is granted one by one with the
-//! directory's access. The cost: the server cannot create new top-level entries there.
+//! contains an entry matching a deny pattern (`.env`, `.mcp.json`, `id_rsa`, `.ssh`...), this
+//! module decides what to do about it, as pure data; the platform module enforces the decision.
+//!
+//! The preferred answer is a *mask*: the directory keeps its grant, and the denied entry is
+//! covered in the server's private mount namespace (a denied file by a read-only, `nodev` bind of
+//! `/dev/null`, a denied directory by an empty read-only tmpfs), so creating, atomically
+//! replacing (temp file + rename) and deleting files at that level keep working. When the kernel
+//! will not give the server a mount namespace, the answer falls back to *list-only carving*: the
+//! directory is granted for listing only and every *other* entry one by one with the directory's
+//! access — the denied entry stays unreadable, but new top-level entries cannot be created,
+//! replaced or deleted there. Never is a denied entry left readable.
+//!
 //! Only the first level is examined (a full walk of a large tree at every start would be slow);
-//! deeper matches are left to the proxy's argument checks, and the notes say so.
+//! deeper matches are left to the proxy's argument checks.
 
 use std::path::{Path, PathBuf};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
-use super::{Grant, GrantAccess};
+use super::{Enforcement, Grant, GrantAccess, LayerReport};
 
 /// Compile deny patterns; `~` and `$HOME` are expanded. Bad patterns are reported and skipped.
 pub fn deny_set(
@@ -45,95 +54,375 @@ pub fn deny_set(
     builder.build().ok()
 }
 
-/// Replace `grant` (a scope directory) by per-entry grants when it directly holds denied names.
-pub fn carve(grant: Grant, deny: &GlobSet, notes: &mut Vec<String>) -> Vec<Grant> {
-    if deny.is_match(&grant.path) {
-        notes.push(format!(
-            "{} matches a deny pattern: not granted at all",
-            grant.path.display()
-        ));
-        return Vec::new();
-    }
-    if !grant.path.is_dir() {
-        return vec![grant];
-    }
-    let Ok(entries) = std::fs::read_dir(&grant.path) else {
-        return vec![grant];
-    };
-    let mut allowed: Vec<PathBuf> = Vec::new();
-    let mut denied: Vec<PathBuf> = Vec::new();
-    for entry in entries.flatten() {
-        let p = entry.path();
-        if deny.is_match(&p) {
-            denied.push(p);
-        } else {
-            allowed.push(p);
+/// How a denied entry is covered in the server's view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MaskKind {
+    /// Anything but a directory: a read-only, `nodev` bind mount of `/dev/null` over it (opening
+    /// it for reading or writing fails with EACCES; renaming or unlinking it with EBUSY).
+    File,
+    /// A directory: an empty, read-only tmpfs with mode 000 over it.
+    Dir,
+}
+
+impl MaskKind {
+    pub fn describe(self) -> &'static str {
+        match self {
+            MaskKind::File => "read-only /dev/null bind",
+            MaskKind::Dir => "empty read-only tmpfs",
         }
     }
-    if denied.is_empty() {
-        return vec![grant];
+}
+
+/// One denied entry to cover in the server's view.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Mask {
+    pub path: PathBuf,
+    pub kind: MaskKind,
+}
+
+/// What the platform can do about denied entries inside granted directories.
+#[derive(Debug, Clone)]
+pub enum MaskSupport {
+    /// Mounts in the server's private mount namespace; `how` names the namespaces used.
+    Mounts { how: String },
+    /// The platform's own rules deny the subpaths (Seatbelt), no carving needed.
+    #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
+    Native { how: String },
+    /// No masking here (`why`): fall back to list-only carving.
+    Unavailable { why: String },
+}
+
+/// One scope grant and what its first level holds.
+#[derive(Debug)]
+struct Carved {
+    grant: Grant,
+    denied: Vec<Mask>,
+    /// The other first-level entries (granted one by one by list-only carving).
+    others: Vec<PathBuf>,
+}
+
+/// The scope grants with the denied entries found directly inside them.
+#[derive(Debug, Default)]
+pub struct CarvePlan {
+    carved: Vec<Carved>,
+}
+
+/// A [`CarvePlan`] settled against what the platform can do.
+#[derive(Debug)]
+pub struct Settled {
+    pub grants: Vec<Grant>,
+    /// Entries the platform must mask before the server starts (empty when falling back).
+    pub masks: Vec<Mask>,
+    /// The "carve" layer for the report; `None` when no denied entry was found.
+    pub layer: Option<LayerReport>,
+}
+
+impl CarvePlan {
+    /// Examine `grant` (a scope path): entries directly inside it that match `deny` are noted
+    /// for masking. A grant that itself matches `deny` is dropped.
+    pub fn add(&mut self, grant: Grant, deny: &GlobSet, notes: &mut Vec<String>) {
+        if deny.is_match(&grant.path) {
+            notes.push(format!(
+                "{} matches a deny pattern: not granted at all",
+                grant.path.display()
+            ));
+            return;
+        }
+        let mut carved = Carved {
+            grant,
+            denied: Vec::new(),
+            others: Vec::new(),
+        };
+        if carved.grant.path.is_dir() {
+            if let Ok(entries) = std::fs::read_dir(&carved.grant.path) {
+                for entry in entries.flatten() {
+                    let p = entry.path();
+                    if !deny.is_match(&p) {
+                        carved.others.push(p);
+                        continue;
+                    }
+                    if let Some(mask) = mask_for(&p, &carved.grant.path, notes) {
+                        carved.denied.push(mask);
+                    }
+                }
+            }
+        }
+        carved.denied.sort_by(|a, b| a.path.cmp(&b.path));
+        carved.others.sort();
+        self.carved.push(carved);
     }
-    denied.sort();
-    allowed.sort();
-    notes.push(format!(
-        "carved out of {}: {} (the directory is list-only; its other {} entries are granted one by one; \
-         new top-level files cannot be created there)",
-        grant.path.display(),
-        denied
+
+    /// Every entry to mask, deepest first (so a mask inside a masked directory is mounted
+    /// before the directory is covered), without duplicates.
+    pub fn masks(&self) -> Vec<Mask> {
+        let mut masks: Vec<Mask> = self
+            .carved
             .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
-        allowed.len()
-    ));
-    let mut out = vec![Grant {
-        path: grant.path.clone(),
-        access: GrantAccess::List,
-        why: format!("{} (list only: denied names inside)", grant.why),
-    }];
-    for p in allowed {
-        out.push(Grant {
-            path: p,
-            access: grant.access,
-            why: grant.why.clone(),
+            .flat_map(|c| c.denied.iter().cloned())
+            .collect();
+        masks.sort_by(|a, b| {
+            b.path
+                .components()
+                .count()
+                .cmp(&a.path.components().count())
+                .then_with(|| a.path.cmp(&b.path))
         });
+        masks.dedup_by(|a, b| a.path == b.path);
+        masks
     }
-    out
+
+    /// The grants to give, given what the platform can do about the denied entries.
+    pub fn settle(self, support: &MaskSupport, notes: &mut Vec<String>) -> Settled {
+        let masks = self.masks();
+        let mut grants = Vec::new();
+        let mut details = Vec::new();
+        for carved in self.carved {
+            if carved.denied.is_empty() {
+                grants.push(carved.grant);
+                continue;
+            }
+            let dir = carved.grant.path.display().to_string();
+            let kept = access_words(carved.grant.access);
+            match support {
+                MaskSupport::Mounts { how } | MaskSupport::Native { how } => {
+                    let listed = carved
+                        .denied
+                        .iter()
+                        .map(|m| format!("{} ({})", m.path.display(), m.kind.describe()))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    notes.push(format!(
+                        "masked in the server's view: {listed}; the directory {dir} stays {kept}, \
+                         so files can still be created, atomically replaced and deleted there \
+                         ({how})"
+                    ));
+                    details.push(format!(
+                        "masked in the server's view: {listed}; {dir} stays {kept} ({how})"
+                    ));
+                    grants.push(carved.grant);
+                }
+                MaskSupport::Unavailable { why } => {
+                    let listed = carved
+                        .denied
+                        .iter()
+                        .map(|m| m.path.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    notes.push(format!(
+                        "carved out of {dir}: {listed} (list-only carving, because {why}): the \
+                         directory is list-only and its other {} entries are granted one by one, \
+                         so new top-level files cannot be created, atomically replaced (temp file \
+                         + rename) or deleted there",
+                        carved.others.len()
+                    ));
+                    details.push(format!(
+                        "{listed} carved out of {dir} by list-only carving ({why}); new \
+                         top-level files there cannot be created, atomically replaced or deleted"
+                    ));
+                    grants.push(Grant {
+                        path: carved.grant.path.clone(),
+                        access: GrantAccess::List,
+                        why: format!("{} (list only: denied names inside)", carved.grant.why),
+                    });
+                    for p in carved.others {
+                        grants.push(Grant {
+                            path: p,
+                            access: carved.grant.access,
+                            why: carved.grant.why.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        let layer = (!details.is_empty()).then(|| LayerReport {
+            layer: "carve".into(),
+            enforcement: Enforcement::Fully,
+            detail: details.join("; "),
+        });
+        let masks = match support {
+            MaskSupport::Mounts { .. } => masks,
+            MaskSupport::Native { .. } | MaskSupport::Unavailable { .. } => Vec::new(),
+        };
+        Settled {
+            grants,
+            masks,
+            layer,
+        }
+    }
+}
+
+fn access_words(access: GrantAccess) -> &'static str {
+    match access {
+        GrantAccess::List => "list-only",
+        GrantAccess::Read => "read-only",
+        GrantAccess::ReadExec => "read+exec",
+        GrantAccess::ReadWrite => "read-write",
+    }
+}
+
+/// The mask for a denied entry `p` found directly inside `dir`. A symlink is masked at its
+/// target (a mount follows it anyway) when that target lies inside `dir`; elsewhere the target
+/// is judged by its own grants, and the note says so.
+fn mask_for(p: &Path, dir: &Path, notes: &mut Vec<String>) -> Option<Mask> {
+    let link = std::fs::symlink_metadata(p).ok()?;
+    let (path, meta) = if link.file_type().is_symlink() {
+        match std::fs::canonicalize(p).and_then(|t| std::fs::metadata(&t).map(|m| (t, m))) {
+            Ok((target, meta)) if target.starts_with(dir) && target != dir => (target, meta),
+            Ok((target, _)) => {
+                notes.push(format!(
+                    "{} is a symlink to {} outside {}: not masked; the target is judged by its \
+                     own grants",
+                    p.display(),
+                    target.display(),
+                    dir.display()
+                ));
+                return None;
+            }
+            Err(_) => return None, // dangling: nothing to read through it
+        }
+    } else {
+        (p.to_path_buf(), link)
+    };
+    Some(Mask {
+        path,
+        kind: if meta.is_dir() {
+            MaskKind::Dir
+        } else {
+            MaskKind::File
+        },
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn denied_names_are_carved_out_of_a_scope_dir() {
+    fn project() -> (tempfile::TempDir, PathBuf, GlobSet) {
         let dir = tempfile::tempdir().unwrap();
         let d = std::fs::canonicalize(dir.path()).unwrap();
         std::fs::write(d.join(".env"), "SECRET=1").unwrap();
         std::fs::write(d.join("main.rs"), "").unwrap();
         std::fs::create_dir(d.join("src")).unwrap();
+        std::fs::create_dir(d.join(".ssh")).unwrap();
         let mut notes = Vec::new();
         let set = deny_set(
-            &["**/.env*".into(), "~/.ssh".into()],
+            &["**/.env*".into(), "**/.ssh".into()],
             Some(Path::new("/root")),
             &mut notes,
         )
         .unwrap();
-        let grants = carve(
+        (dir, d, set)
+    }
+
+    fn plan(d: &Path, set: &GlobSet) -> CarvePlan {
+        let mut plan = CarvePlan::default();
+        plan.add(
             Grant {
-                path: d.clone(),
+                path: d.to_path_buf(),
                 access: GrantAccess::ReadWrite,
                 why: "scope (write)".into(),
+            },
+            set,
+            &mut Vec::new(),
+        );
+        plan
+    }
+
+    #[test]
+    fn denied_names_are_masked_and_the_directory_keeps_its_grant() {
+        let (_tmp, d, set) = project();
+        let mut notes = Vec::new();
+        let settled =
+            plan(&d, &set).settle(&MaskSupport::Mounts { how: "test".into() }, &mut notes);
+        assert_eq!(
+            settled.masks,
+            vec![
+                Mask {
+                    path: d.join(".env"),
+                    kind: MaskKind::File
+                },
+                Mask {
+                    path: d.join(".ssh"),
+                    kind: MaskKind::Dir
+                },
+            ]
+        );
+        assert_eq!(settled.grants.len(), 1);
+        assert_eq!(settled.grants[0].path, d);
+        assert_eq!(settled.grants[0].access, GrantAccess::ReadWrite);
+        assert!(notes
+            .iter()
+            .any(|n| n.contains("masked in the server's view")
+                && n.contains(".env (read-only /dev/null bind)")
+                && n.contains("stays read-write")));
+        assert!(settled.layer.is_some());
+    }
+
+    #[test]
+    fn without_masks_denied_names_are_carved_out_list_only() {
+        let (_tmp, d, set) = project();
+        let mut notes = Vec::new();
+        let settled = plan(&d, &set).settle(
+            &MaskSupport::Unavailable {
+                why: "no user namespace".into(),
+            },
+            &mut notes,
+        );
+        assert!(settled.masks.is_empty());
+        let paths: Vec<_> = settled.grants.iter().map(|g| g.path.clone()).collect();
+        assert!(paths.contains(&d.join("main.rs")));
+        assert!(paths.contains(&d.join("src")));
+        assert!(!paths.contains(&d.join(".env")));
+        assert!(!paths.contains(&d.join(".ssh")));
+        assert_eq!(settled.grants[0].path, d);
+        assert_eq!(settled.grants[0].access, GrantAccess::List);
+        assert!(notes
+            .iter()
+            .any(|n| n.contains(".env") && n.contains("cannot be created")));
+    }
+
+    #[test]
+    fn a_symlinked_denied_name_is_masked_at_its_target_inside_the_directory() {
+        let (_tmp, d, set) = project();
+        std::fs::write(d.join("src/real"), "SECRET=2").unwrap();
+        std::os::unix::fs::symlink(d.join("src/real"), d.join(".env.local")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", d.join(".env.out")).unwrap();
+        let mut notes = Vec::new();
+        let mut p = CarvePlan::default();
+        p.add(
+            Grant {
+                path: d.clone(),
+                access: GrantAccess::Read,
+                why: "scope (read)".into(),
             },
             &set,
             &mut notes,
         );
-        let paths: Vec<_> = grants.iter().map(|g| g.path.clone()).collect();
-        assert!(paths.contains(&d.join("main.rs")));
-        assert!(paths.contains(&d.join("src")));
-        assert!(!paths.contains(&d.join(".env")));
-        assert_eq!(grants[0].path, d);
-        assert_eq!(grants[0].access, GrantAccess::List);
-        assert!(notes.iter().any(|n| n.contains(".env")));
+        let masks = p.masks();
+        assert!(masks.iter().any(|m| m.path == d.join("src/real")));
+        assert!(!masks.iter().any(|m| m.path.starts_with("/etc")));
+        // Deepest first.
+        assert_eq!(masks[0].path, d.join("src/real"));
+        assert!(notes.iter().any(|n| n.contains(".env.out")));
+    }
+
+    #[test]
+    fn a_denied_grant_is_dropped() {
+        let (_tmp, d, set) = project();
+        let mut notes = Vec::new();
+        let mut p = CarvePlan::default();
+        p.add(
+            Grant {
+                path: d.join(".ssh"),
+                access: GrantAccess::Read,
+                why: "scope (read)".into(),
+            },
+            &set,
+            &mut notes,
+        );
+        let settled = p.settle(&MaskSupport::Mounts { how: "t".into() }, &mut notes);
+        assert!(settled.grants.is_empty());
+        assert!(notes.iter().any(|n| n.contains("not granted at all")));
     }
 }

@@ -55,6 +55,9 @@ pub struct JailOptions {
     /// so a server that keeps state, caches or settings "in its home" writes there instead of
     /// failing on the real ones it is denied.
     pub state_dir: Option<PathBuf>,
+    /// Tests and diagnosis: do not mask denied names inside granted directories in a private
+    /// mount namespace; carve them out list-only, as when the kernel refuses the namespace.
+    pub force_list_only_carve: bool,
 }
 
 /// How well one layer is enforced.
@@ -215,13 +218,14 @@ pub fn prepare_with_env(
         .find(|(k, _)| k == "HOME")
         .map(|(_, v)| PathBuf::from(v));
     let deny = carve::deny_set(&scope.deny, home.as_deref(), &mut notes);
+    let mut carved = carve::CarvePlan::default();
     let mut grants = runtime::system_grants(scope.net.allow_all);
     // Runtime grants can be a project's own directory (a script's siblings): denied names in it
     // (`.env`) are carved out as in scope directories.
     for g in rt.grants.iter().cloned() {
         match &deny {
             Some(set) if g.access == GrantAccess::Read && g.path.is_dir() => {
-                grants.extend(carve::carve(g, set, &mut notes))
+                carved.add(g, set, &mut notes)
             }
             _ => grants.push(g),
         }
@@ -312,10 +316,20 @@ pub fn prepare_with_env(
             }
         }
         match &deny {
-            Some(set) => grants.extend(carve::carve(g, set, &mut notes)),
+            Some(set) => carved.add(g, set, &mut notes),
             None => grants.push(g),
         }
     }
+    let masks = carved.masks();
+    let support = if masks.is_empty() {
+        carve::MaskSupport::Unavailable {
+            why: "nothing to mask".into(),
+        }
+    } else {
+        mask_support(&masks, opts)?
+    };
+    let settled = carved.settle(&support, &mut notes);
+    grants.extend(settled.grants);
 
     let mut keep = opts.env_keep.clone();
     keep.extend(launch_env.iter().map(|(k, _)| k.clone()));
@@ -325,7 +339,9 @@ pub fn prepare_with_env(
     jailed_path(&mut env, rt.pyenv_bin.as_deref());
     let dropped = env::dropped(base_env, &env);
 
-    let (platform, mut layers) = platform_jail(scope, &grants, tmp.path(), &mut notes)?;
+    let (platform, mut layers) =
+        platform_jail(scope, &grants, &settled.masks, tmp.path(), &mut notes)?;
+    layers.extend(settled.layer);
     layers.push(LayerReport {
         layer: "env_scrub".into(),
         enforcement: Enforcement::Fully,
@@ -401,14 +417,45 @@ fn jailed_path(env: &mut [(OsString, OsString)], pyenv_bin: Option<&Path>) {
     }
 }
 
+/// What this platform can do about denied entries inside granted directories.
+#[cfg(target_os = "linux")]
+fn mask_support(
+    masks: &[carve::Mask],
+    opts: &JailOptions,
+) -> Result<carve::MaskSupport, SandboxError> {
+    linux::mask_support(masks, opts.force_list_only_carve)
+}
+
+/// Seatbelt denies the deny patterns itself (see [`seatbelt::profile`]).
+#[cfg(target_os = "macos")]
+fn mask_support(
+    _masks: &[carve::Mask],
+    _opts: &JailOptions,
+) -> Result<carve::MaskSupport, SandboxError> {
+    Ok(carve::MaskSupport::Native {
+        how: "Seatbelt deny rules".into(),
+    })
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+fn mask_support(
+    _masks: &[carve::Mask],
+    _opts: &JailOptions,
+) -> Result<carve::MaskSupport, SandboxError> {
+    Ok(carve::MaskSupport::Unavailable {
+        why: "no jail on this operating system".into(),
+    })
+}
+
 #[cfg(target_os = "linux")]
 fn platform_jail(
     scope: &Scope,
     grants: &[Grant],
+    masks: &[carve::Mask],
     _tmp: &Path,
     notes: &mut Vec<String>,
 ) -> Result<(Platform, Vec<LayerReport>), SandboxError> {
-    let jail = linux::LinuxJail::new(grants, &scope.net)?;
+    let jail = linux::LinuxJail::new(grants, masks, &scope.net)?;
     notes.extend(jail.notes.iter().cloned());
     let layers = jail.report().to_vec();
     Ok((Platform::Linux(jail), layers))
@@ -418,6 +465,7 @@ fn platform_jail(
 fn platform_jail(
     scope: &Scope,
     grants: &[Grant],
+    _masks: &[carve::Mask],
     tmp: &Path,
     _notes: &mut Vec<String>,
 ) -> Result<(Platform, Vec<LayerReport>), SandboxError> {
@@ -451,6 +499,7 @@ fn platform_jail(
 fn platform_jail(
     _scope: &Scope,
     _grants: &[Grant],
+    _masks: &[carve::Mask],
     _tmp: &Path,
     _notes: &mut Vec<String>,
 ) -> Result<(Platform, Vec<LayerReport>), SandboxError> {

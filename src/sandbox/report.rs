@@ -90,6 +90,9 @@ pub struct KernelSupport {
     pub no_new_privs_already_set: bool,
     /// macOS only: whether `/usr/bin/sandbox-exec` exists.
     pub sandbox_exec: Option<bool>,
+    /// Linux only: whether denied entries inside granted directories can be masked in a private
+    /// mount namespace (and which), or why not.
+    pub mount_masks: Option<String>,
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -112,5 +115,6 @@ pub(super) fn probe_other() -> KernelSupport {
         no_new_privs_settable: false,
         no_new_privs_already_set: false,
         sandbox_exec: Some(std::path::Path::new("/usr/bin/sandbox-exec").exists()),
+        mount_masks: None,
     }
 }

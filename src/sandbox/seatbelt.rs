@@ -3,7 +3,10 @@
 //! Pure, platform-independent code (golden-tested on Linux); `prepare` on macOS runs the server as
 //! `sandbox-exec -p PROFILE -- cmd`. The profile mirrors the Landlock jail: deny by default,
 //! read/write subpaths from the Scope and the runtime, exec only on runtime and exec-scope paths,
-//! the private TMPDIR read-write, network denied unless allowed.
+//! the private TMPDIR read-write, network denied unless allowed. The Scope's deny patterns
+//! (`.env`, `.ssh`, ...) become `(deny file-read* file-write* (regex ...))` rules placed after
+//! the allows: Seatbelt lets the last matching rule win, so — unlike Landlock — it denies a name
+//! inside an allowed directory natively, and creating files next to it keeps working.
 //!
 //! Trade-offs written down: `file-read-metadata` (stat) is allowed everywhere because dyld and
 //! every runtime stat their way up the tree (Landlock does not restrict stat either), so the
@@ -162,6 +165,8 @@ pub fn profile(scope: &Scope, runtime: &[Grant], tmpdir: Option<&Path>) -> Strin
         allow(&mut out, "file-write*", &tmp);
     }
 
+    deny_patterns(&mut out, &scope.deny);
+
     out.push_str(";; network\n");
     if scope.net.allow_all {
         out.push_str("(allow network*)\n");
@@ -190,9 +195,114 @@ pub fn profile(scope: &Scope, runtime: &[Grant], tmpdir: Option<&Path>) -> Strin
     out
 }
 
+/// The deny patterns as regex deny rules (after every allow, so they win).
+fn deny_patterns(out: &mut String, patterns: &[String]) {
+    let regexes: Vec<String> = patterns.iter().filter_map(|p| glob_regex(p)).collect();
+    if regexes.is_empty() {
+        return;
+    }
+    out.push_str(";; denied names (last matching rule wins: these override the allows above)\n");
+    out.push_str("(deny file-read* file-write*\n");
+    for r in regexes {
+        let _ = writeln!(out, "  (regex #\"{r}\")");
+    }
+    out.push_str(")\n");
+}
+
+/// A deny glob as an SBPL (POSIX extended) regex matching the path and everything below it.
+/// A bare name matches at any depth; `~/` and `$HOME/` match under any home directory (the
+/// profile does not know whose: denying the same name in other homes costs nothing). `None`
+/// for a pattern that cannot be written as a `#"..."` literal.
+fn glob_regex(pattern: &str) -> Option<String> {
+    if pattern.contains('"') || pattern.is_empty() {
+        return None;
+    }
+    let home = "^/(Users/[^/]+|var/root)/";
+    let (prefix, rest) = if let Some(r) = pattern
+        .strip_prefix("~/")
+        .or_else(|| pattern.strip_prefix("$HOME/"))
+    {
+        (home, r)
+    } else if pattern.starts_with('/') || pattern.starts_with("**/") {
+        ("^", pattern)
+    } else {
+        // A relative pattern (a bare name, or with a directory part): at any depth.
+        ("^(.*/)?", pattern)
+    };
+    let mut re = String::from(prefix);
+    let chars: Vec<char> = rest.chars().collect();
+    let mut i = 0;
+    let mut in_class = false;
+    while i < chars.len() {
+        let c = chars[i];
+        if in_class {
+            re.push(c);
+            in_class = c != ']';
+            i += 1;
+            continue;
+        }
+        match c {
+            '*' if chars.get(i + 1) == Some(&'*') => {
+                if chars.get(i + 2) == Some(&'/') {
+                    re.push_str(if re.ends_with('^') {
+                        "/?(.*/)?"
+                    } else {
+                        "(.*/)?"
+                    });
+                    i += 3;
+                } else {
+                    re.push_str(".*");
+                    i += 2;
+                }
+                continue;
+            }
+            '*' => re.push_str("[^/]*"),
+            '?' => re.push_str("[^/]"),
+            '[' => {
+                in_class = true;
+                re.push('[');
+                if chars.get(i + 1) == Some(&'!') {
+                    re.push('^');
+                    i += 1;
+                }
+            }
+            '{' => re.push('('),
+            '}' => re.push(')'),
+            ',' => re.push('|'),
+            '.' | '+' | '(' | ')' | '^' | '$' | '|' | '\\' => {
+                re.push('\\');
+                re.push(c);
+            }
+            c => re.push(c),
+        }
+        i += 1;
+    }
+    re.push_str("(/.*)?$");
+    Some(re)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deny_globs_become_regexes_for_the_path_and_below() {
+        assert_eq!(
+            glob_regex("**/.env*").unwrap(),
+            r"^/?(.*/)?\.env[^/]*(/.*)?$"
+        );
+        assert_eq!(glob_regex(".ssh").unwrap(), r"^(.*/)?\.ssh(/.*)?$");
+        assert_eq!(
+            glob_regex("~/.aws").unwrap(),
+            r"^/(Users/[^/]+|var/root)/\.aws(/.*)?$"
+        );
+        assert_eq!(glob_regex("/etc/shadow").unwrap(), r"^/etc/shadow(/.*)?$");
+        assert_eq!(
+            glob_regex("**/id_{rsa,ed25519}").unwrap(),
+            r"^/?(.*/)?id_(rsa|ed25519)(/.*)?$"
+        );
+        assert_eq!(glob_regex(r#"bad"quote"#), None);
+    }
 
     #[test]
     fn quotes_and_backslashes_are_escaped() {

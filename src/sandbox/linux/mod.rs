@@ -1,5 +1,5 @@
-//! Linux enforcement: Landlock + seccomp + no_new_privs + no core dumps, applied in the child
-//! right before `exec`.
+//! Linux enforcement: masks in a private mount namespace, then Landlock + seccomp +
+//! no_new_privs + no core dumps, applied in the child right before `exec`.
 //!
 //! Everything that allocates or can fail in interesting ways happens in the parent: paths are
 //! opened in `prepare`, the seccomp program is compiled there, and a fresh Landlock ruleset is
@@ -7,6 +7,7 @@
 //! so it only issues syscalls on memory prepared beforehand (see [`sys`]).
 
 mod landlock;
+mod mask;
 mod seccomp;
 pub mod sys;
 
@@ -14,10 +15,12 @@ use std::ffi::CStr;
 use std::os::fd::{AsFd, OwnedFd};
 
 use crate::policy::NetRules;
+use crate::sandbox::carve::{Mask, MaskSupport};
 use crate::sandbox::{Enforcement, Grant, LayerReport, SandboxError};
 
 pub use self::landlock::fs_rights_names;
 use self::landlock::LandlockPlan;
+use self::mask::MaskPlan;
 use self::seccomp::SeccompPlan;
 
 /// Error the child reports when the parent could not build the ruleset (so the spawn fails
@@ -26,6 +29,7 @@ const RULESET_BUILD_FAILED: i32 = libc::ENOTRECOVERABLE;
 
 #[derive(Debug)]
 pub struct LinuxJail {
+    masks: MaskPlan,
     landlock: LandlockPlan,
     seccomp: Option<SeccompPlan>,
     report: Vec<LayerReport>,
@@ -33,7 +37,9 @@ pub struct LinuxJail {
 }
 
 impl LinuxJail {
-    pub fn new(grants: &[Grant], net: &NetRules) -> Result<Self, SandboxError> {
+    /// `masks` come from [`mask_support`] having answered `Mounts`.
+    pub fn new(grants: &[Grant], masks: &[Mask], net: &NetRules) -> Result<Self, SandboxError> {
+        let masks = MaskPlan::new(masks)?;
         let abi = sys::landlock_abi();
         let (landlock, notes) = LandlockPlan::open(grants, net, abi)
             .map_err(|e| SandboxError::Prepare(e.to_string()))?;
@@ -79,6 +85,7 @@ impl LinuxJail {
             detail: "RLIMIT_CORE=0: no core dumps".into(),
         });
         Ok(LinuxJail {
+            masks,
             landlock,
             seccomp,
             report,
@@ -105,11 +112,13 @@ impl LinuxJail {
             .as_ref()
             .map(|s| s.programs.clone())
             .unwrap_or_default();
+        let masks = self.masks.clone();
         // SAFETY: the closure runs in the forked child before exec. It only performs raw
-        // syscalls (setrlimit, open, landlock_*, prctl, seccomp) on data allocated before the
-        // fork; it takes no locks and does not allocate (errors come from errno).
+        // syscalls (unshare, open/write on /proc/self, mount, setrlimit, landlock_*, prctl,
+        // seccomp) on data allocated before the fork; it takes no locks and does not allocate
+        // (errors come from errno).
         unsafe {
-            cmd.pre_exec(move || child_confine(&ruleset, proc_access, &programs));
+            cmd.pre_exec(move || child_confine(&masks, &ruleset, proc_access, &programs));
         }
     }
 }
@@ -117,11 +126,21 @@ impl LinuxJail {
 const PROC_SELF: &CStr = c"/proc/self";
 
 /// Runs in the child between fork and exec. Async-signal-safe only.
+///
+/// Masks first: they need mount rights that no_new_privs, Landlock (which refuses mount changes
+/// to a restricted process) and seccomp take away. A masking failure fails the spawn: the server
+/// never runs with a denied entry uncovered.
 fn child_confine(
+    masks: &MaskPlan,
     ruleset: &Result<Option<OwnedFd>, i32>,
     proc_access: u64,
     programs: &[Vec<libc::sock_filter>],
 ) -> std::io::Result<()> {
+    if !masks.is_empty() {
+        masks
+            .enter()
+            .map_err(|f| std::io::Error::from_raw_os_error(f.errno))?;
+    }
     sys::disable_core_dumps()?;
     sys::set_no_new_privs()?;
     match ruleset {
@@ -141,6 +160,29 @@ fn child_confine(
     Ok(())
 }
 
+/// Whether denied entries inside granted directories can be masked here (probed with `masks`
+/// themselves in a throwaway child), or why not.
+pub fn mask_support(masks: &[Mask], force_list_only: bool) -> Result<MaskSupport, SandboxError> {
+    if force_list_only {
+        return Ok(MaskSupport::Unavailable {
+            why: "masking was turned off (JailOptions::force_list_only_carve)".into(),
+        });
+    }
+    if !sys::seccomp_filter_available() {
+        return Ok(MaskSupport::Unavailable {
+            why: "the kernel refuses seccomp filters, and without one the server could unmount \
+                  a mask"
+                .into(),
+        });
+    }
+    Ok(match MaskPlan::new(masks)?.probe() {
+        Ok(ns) => MaskSupport::Mounts {
+            how: format!("{ns}; mount, umount2 and the new mount API are denied by seccomp"),
+        },
+        Err(why) => MaskSupport::Unavailable { why },
+    })
+}
+
 /// What `doctor` needs to know about this kernel.
 pub fn probe() -> crate::sandbox::KernelSupport {
     let abi = sys::landlock_abi();
@@ -158,5 +200,11 @@ pub fn probe() -> crate::sandbox::KernelSupport {
         no_new_privs_settable: true,
         no_new_privs_already_set: sys::no_new_privs().unwrap_or(false),
         sandbox_exec: None,
+        mount_masks: Some(match mask::probe_support() {
+            Ok(ns) => format!("yes ({ns})"),
+            Err(why) => format!(
+                "NO: {why}; denied names inside granted directories fall back to list-only carving"
+            ),
+        }),
     }
 }

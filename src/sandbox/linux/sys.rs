@@ -5,6 +5,7 @@
 //! syscall on memory prepared by the caller and returns `io::Result` built from `errno` (which
 //! does not allocate).
 
+use std::ffi::CStr;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
@@ -165,4 +166,158 @@ pub fn open_path(path: &std::ffi::CStr) -> io::Result<OwnedFd> {
         // SAFETY: `fd` was just returned by open and is owned by nobody else.
         Ok(unsafe { OwnedFd::from_raw_fd(fd) })
     }
+}
+
+/// `unshare(flags)`. Async-signal-safe.
+pub fn unshare(flags: libc::c_int) -> io::Result<()> {
+    // SAFETY: unshare takes an integer only.
+    let rc = unsafe { libc::unshare(flags) };
+    if rc != 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// `mount(2)`; `None` arguments are passed as NULL. Async-signal-safe.
+pub fn mount(
+    source: Option<&CStr>,
+    target: &CStr,
+    fstype: Option<&CStr>,
+    flags: libc::c_ulong,
+    data: Option<&CStr>,
+) -> io::Result<()> {
+    let ptr = |s: Option<&CStr>| s.map_or(std::ptr::null(), |s| s.as_ptr());
+    // SAFETY: every pointer is NULL or a NUL-terminated string that lives for the call; the
+    // kernel only reads them.
+    let rc = unsafe {
+        libc::mount(
+            ptr(source),
+            target.as_ptr(),
+            ptr(fstype),
+            flags,
+            ptr(data).cast::<libc::c_void>(),
+        )
+    };
+    if rc != 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Write `bytes` to `path` in a single `write` (the `/proc/self/{setgroups,uid_map,gid_map}`
+/// files accept exactly one). Async-signal-safe.
+pub fn write_file(path: &CStr, bytes: &[u8]) -> io::Result<()> {
+    // SAFETY: `path` is NUL-terminated and lives for the call.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by open and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: `bytes` is valid for `bytes.len()` bytes during the call.
+    let n = unsafe { libc::write(fd.as_raw_fd(), bytes.as_ptr().cast(), bytes.len()) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else if n as usize != bytes.len() {
+        Err(io::Error::from_raw_os_error(libc::EIO))
+    } else {
+        Ok(())
+    }
+}
+
+/// The calling thread's effective uid and gid. Async-signal-safe.
+pub fn effective_ids() -> (u32, u32) {
+    // SAFETY: geteuid and getegid take nothing and cannot fail.
+    unsafe { (libc::geteuid(), libc::getegid()) }
+}
+
+/// `"<id> <id> 1"`, a one-line uid/gid map naming the same id inside and outside, formatted into
+/// `buf` without allocating (so it can run after `fork`).
+pub fn id_map_line(id: u32, buf: &mut [u8; 32]) -> &[u8] {
+    let mut digits = [0u8; 10];
+    let mut n = id;
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut at = 0;
+    for _ in 0..2 {
+        for i in (0..len).rev() {
+            buf[at] = digits[i];
+            at += 1;
+        }
+        buf[at] = b' ';
+        at += 1;
+    }
+    buf[at] = b'1';
+    &buf[..at + 1]
+}
+
+/// Fork; the child runs `f` and sends its answer back over a pipe, then exits without running
+/// any destructor. `f` must be async-signal-safe (the caller may be multi-threaded). Used to try
+/// something irreversible (entering namespaces) in a throwaway process.
+pub fn in_forked_child<const N: usize>(f: &dyn Fn() -> [u8; N]) -> io::Result<[u8; N]> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    let (read_end, write_end) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: after fork the child only runs `f` (async-signal-safe by contract), write and
+    // _exit; it never returns into Rust code that could touch locks held by other threads.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        let answer = f();
+        // SAFETY: `answer` lives on this stack for the call; _exit never returns.
+        unsafe {
+            libc::write(write_end.as_raw_fd(), answer.as_ptr().cast(), N);
+            libc::_exit(0);
+        }
+    }
+    drop(write_end);
+    let mut answer = [0u8; N];
+    let mut got = 0;
+    let read_result = loop {
+        if got == N {
+            break Ok(());
+        }
+        // SAFETY: the destination range lies inside `answer`.
+        let n = unsafe {
+            libc::read(
+                read_end.as_raw_fd(),
+                answer[got..].as_mut_ptr().cast(),
+                N - got,
+            )
+        };
+        match n {
+            n if n > 0 => got += n as usize,
+            0 => break Err(io::Error::from_raw_os_error(libc::EPIPE)),
+            _ => {
+                let err = io::Error::last_os_error();
+                if err.kind() != io::ErrorKind::Interrupted {
+                    break Err(err);
+                }
+            }
+        }
+    };
+    let mut status = 0;
+    // SAFETY: `pid` is our child; `status` is a valid out-pointer.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            break;
+        }
+    }
+    read_result.map(|()| answer)
 }

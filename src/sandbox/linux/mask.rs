@@ -1,0 +1,285 @@
+//! Masks: denied entries inside granted directories, covered in the server's own mount namespace.
+//!
+//! [`crate::sandbox::carve`] decides *what* is masked; this module does it, in the child before
+//! Landlock and seccomp: enter a private mount namespace, make every mount private (so nothing
+//! propagates back to the host), then cover each denied file with a read-only, `nodev` bind of
+//! `/dev/null` (opening it fails with EACCES, writing too; renaming or unlinking it fails with
+//! EBUSY) and each denied directory with an empty read-only tmpfs (mode 000). The server cannot
+//! undo a mask: the seccomp filter denies `mount`, `umount2`, `move_mount`, `open_tree`,
+//! `fsopen`/`fsmount`/`fspick`, `mount_setattr`, `pivot_root`, `unshare`, `setns` and
+//! namespace-creating `clone`, and `open_by_handle_at` (which could reopen the covered inode).
+//! Landlock, applied after the masks, also refuses every mount-topology change (mount, umount,
+//! remount, pivot_root, move_mount) to the restricted server: a second, independent barrier.
+//!
+//! Which namespaces: a process allowed to create a mount namespace by itself (root with
+//! `CAP_SYS_ADMIN`) creates only that, so it keeps its capabilities on the files in scope; a user
+//! namespace would take `CAP_DAC_OVERRIDE` away for every file whose owner is not mapped in it.
+//! Anyone else enters a user namespace first, mapping only its own uid and gid to themselves
+//! (`setgroups` denied), so file ownership looks unchanged; after `exec` a non-root uid holds no
+//! capability in it, and mounts copied into any namespace it could create would be locked.
+//!
+//! Whether this works is probed once per [`crate::sandbox::prepare`], in a throwaway forked child
+//! running exactly the plan the server's child will run, so the jail can fall back to list-only
+//! carving *and say so* (`kernel.unprivileged_userns_clone=0`, `user.max_user_namespaces=0`,
+//! AppArmor's userns restriction, a container without `CAP_SYS_ADMIN`). If the real child still
+//! fails, the spawn fails: the server never runs unmasked.
+
+use std::ffi::{CStr, CString};
+use std::fmt;
+use std::os::unix::ffi::OsStrExt;
+
+use super::sys;
+use crate::sandbox::carve::{Mask, MaskKind};
+use crate::sandbox::SandboxError;
+
+const DEV_NULL: &CStr = c"/dev/null";
+const TMPFS: &CStr = c"tmpfs";
+const TMPFS_OPTIONS: &CStr = c"mode=000";
+const ROOT: &CStr = c"/";
+const SETGROUPS: &CStr = c"/proc/self/setgroups";
+const UID_MAP: &CStr = c"/proc/self/uid_map";
+const GID_MAP: &CStr = c"/proc/self/gid_map";
+
+/// Flags every mask is (re)mounted with. Adding `nodev`/`nosuid`/`noexec` also keeps any of them
+/// that are locked on the source mount (clearing a locked flag in a user namespace is EPERM); an
+/// unspecified atime mode is preserved on remount.
+const MASK_FLAGS: libc::c_ulong =
+    libc::MS_RDONLY | libc::MS_NODEV | libc::MS_NOSUID | libc::MS_NOEXEC;
+
+/// The masks, as NUL-terminated paths ready for the child.
+#[derive(Debug, Clone, Default)]
+pub struct MaskPlan {
+    entries: Vec<(CString, MaskKind)>,
+}
+
+/// The namespaces a child entered to mask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Namespaces {
+    /// Only a mount namespace (the process may create one by itself: root with CAP_SYS_ADMIN).
+    Mount,
+    /// A user namespace mapping only the caller's own ids, then a mount namespace.
+    UserAndMount,
+}
+
+impl fmt::Display for Namespaces {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Namespaces::Mount => "private mount namespace",
+            Namespaces::UserAndMount => "private user + mount namespace",
+        })
+    }
+}
+
+/// Which step of masking failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum MaskStep {
+    Unshare = 1,
+    Setgroups,
+    UidMap,
+    GidMap,
+    MakePrivate,
+    BindDevNull,
+    RemountReadOnly,
+    MountTmpfs,
+}
+
+impl MaskStep {
+    fn from_u8(b: u8) -> Option<Self> {
+        Some(match b {
+            1 => MaskStep::Unshare,
+            2 => MaskStep::Setgroups,
+            3 => MaskStep::UidMap,
+            4 => MaskStep::GidMap,
+            5 => MaskStep::MakePrivate,
+            6 => MaskStep::BindDevNull,
+            7 => MaskStep::RemountReadOnly,
+            8 => MaskStep::MountTmpfs,
+            _ => return None,
+        })
+    }
+}
+
+/// A failed masking step: which, on which mask (index into the plan), and the errno. Plain data
+/// so the child can build it without allocating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaskFailure {
+    pub step: MaskStep,
+    pub index: u32,
+    pub errno: i32,
+}
+
+impl MaskFailure {
+    fn at(step: MaskStep, index: usize) -> impl Fn(std::io::Error) -> MaskFailure {
+        move |err| MaskFailure {
+            step,
+            index: index as u32,
+            errno: err.raw_os_error().unwrap_or(libc::EIO),
+        }
+    }
+}
+
+impl MaskPlan {
+    pub fn new(masks: &[Mask]) -> Result<Self, SandboxError> {
+        let mut entries = Vec::with_capacity(masks.len());
+        for m in masks {
+            let path = CString::new(m.path.as_os_str().as_bytes()).map_err(|_| {
+                SandboxError::Prepare(format!(
+                    "cannot mask {}: the path contains a NUL byte",
+                    m.path.display()
+                ))
+            })?;
+            entries.push((path, m.kind));
+        }
+        Ok(MaskPlan { entries })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Enter the namespaces and mount every mask. Irreversible for the calling process; runs in
+    /// the child between fork and exec, so async-signal-safe only: raw syscalls on memory
+    /// prepared before the fork, no allocation, no locks.
+    pub fn enter(&self) -> Result<Namespaces, MaskFailure> {
+        let namespaces = match sys::unshare(libc::CLONE_NEWNS) {
+            Ok(()) => Namespaces::Mount,
+            Err(err) if err.raw_os_error() == Some(libc::EPERM) => {
+                let (uid, gid) = sys::effective_ids();
+                sys::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS)
+                    .map_err(MaskFailure::at(MaskStep::Unshare, 0))?;
+                sys::write_file(SETGROUPS, b"deny")
+                    .map_err(MaskFailure::at(MaskStep::Setgroups, 0))?;
+                let mut line = [0u8; 32];
+                sys::write_file(UID_MAP, sys::id_map_line(uid, &mut line))
+                    .map_err(MaskFailure::at(MaskStep::UidMap, 0))?;
+                sys::write_file(GID_MAP, sys::id_map_line(gid, &mut line))
+                    .map_err(MaskFailure::at(MaskStep::GidMap, 0))?;
+                Namespaces::UserAndMount
+            }
+            Err(err) => return Err(MaskFailure::at(MaskStep::Unshare, 0)(err)),
+        };
+        sys::mount(None, ROOT, None, libc::MS_REC | libc::MS_PRIVATE, None)
+            .map_err(MaskFailure::at(MaskStep::MakePrivate, 0))?;
+        for (i, (path, kind)) in self.entries.iter().enumerate() {
+            match kind {
+                MaskKind::File => {
+                    sys::mount(Some(DEV_NULL), path, None, libc::MS_BIND, None)
+                        .map_err(MaskFailure::at(MaskStep::BindDevNull, i))?;
+                    sys::mount(
+                        None,
+                        path,
+                        None,
+                        libc::MS_BIND | libc::MS_REMOUNT | MASK_FLAGS,
+                        None,
+                    )
+                    .map_err(MaskFailure::at(MaskStep::RemountReadOnly, i))?;
+                }
+                MaskKind::Dir => {
+                    sys::mount(
+                        Some(TMPFS),
+                        path,
+                        Some(TMPFS),
+                        MASK_FLAGS,
+                        Some(TMPFS_OPTIONS),
+                    )
+                    .map_err(MaskFailure::at(MaskStep::MountTmpfs, i))?;
+                }
+            }
+        }
+        Ok(namespaces)
+    }
+
+    /// Run [`MaskPlan::enter`] in a throwaway child: which namespaces it would use, or why it
+    /// cannot mask here.
+    pub fn probe(&self) -> Result<Namespaces, String> {
+        let answer = sys::in_forked_child::<10>(&|| {
+            let mut out = [0u8; 10];
+            match self.enter() {
+                Ok(Namespaces::Mount) => out[0] = 1,
+                Ok(Namespaces::UserAndMount) => out[0] = 2,
+                Err(f) => {
+                    out[0] = 3;
+                    out[1] = f.step as u8;
+                    out[2..6].copy_from_slice(&f.index.to_le_bytes());
+                    out[6..10].copy_from_slice(&f.errno.to_le_bytes());
+                }
+            }
+            out
+        })
+        .map_err(|e| format!("the probe process failed: {e}"))?;
+        match answer[0] {
+            1 => Ok(Namespaces::Mount),
+            2 => Ok(Namespaces::UserAndMount),
+            _ => {
+                let step = MaskStep::from_u8(answer[1]).unwrap_or(MaskStep::Unshare);
+                let index = u32::from_le_bytes([answer[2], answer[3], answer[4], answer[5]]);
+                let errno = i32::from_le_bytes([answer[6], answer[7], answer[8], answer[9]]);
+                Err(self.describe(MaskFailure { step, index, errno }))
+            }
+        }
+    }
+
+    /// A failure in words, with a hint for the common causes.
+    pub fn describe(&self, f: MaskFailure) -> String {
+        let path = self
+            .entries
+            .get(f.index as usize)
+            .map(|(p, _)| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let err = std::io::Error::from_raw_os_error(f.errno);
+        let what = match f.step {
+            MaskStep::Unshare => {
+                return format!(
+                    "the kernel refuses a user namespace ({err}; hint: \
+                     kernel.unprivileged_userns_clone, user.max_user_namespaces or an AppArmor \
+                     userns restriction)"
+                )
+            }
+            MaskStep::Setgroups => "writing /proc/self/setgroups".to_string(),
+            MaskStep::UidMap => "writing /proc/self/uid_map".to_string(),
+            MaskStep::GidMap => "writing /proc/self/gid_map".to_string(),
+            MaskStep::MakePrivate => "making / private in the new mount namespace".to_string(),
+            MaskStep::BindDevNull => format!("binding /dev/null over {path}"),
+            MaskStep::RemountReadOnly => format!("remounting the mask on {path} read-only"),
+            MaskStep::MountTmpfs => format!("mounting an empty tmpfs over {path}"),
+        };
+        format!("{what} failed in a private mount namespace ({err})")
+    }
+}
+
+/// Whether this machine can mask, tried on `/dev/null` itself (for `doctor`).
+pub fn probe_support() -> Result<Namespaces, String> {
+    let plan = MaskPlan {
+        entries: vec![(DEV_NULL.to_owned(), MaskKind::File)],
+    };
+    plan.probe()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn id_map_lines() {
+        let mut buf = [0u8; 32];
+        assert_eq!(sys::id_map_line(0, &mut buf), b"0 0 1");
+        assert_eq!(sys::id_map_line(1000, &mut buf), b"1000 1000 1");
+        assert_eq!(
+            sys::id_map_line(u32::MAX, &mut buf),
+            b"4294967295 4294967295 1"
+        );
+    }
+
+    #[test]
+    fn the_probe_leaves_this_process_alone() {
+        let before = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        let ns_before = std::fs::read_link("/proc/self/ns/mnt").unwrap();
+        let _ = probe_support();
+        assert_eq!(std::fs::read_link("/proc/self/ns/mnt").unwrap(), ns_before);
+        assert_eq!(
+            std::fs::read_to_string("/proc/self/mountinfo").unwrap(),
+            before
+        );
+    }
+}
