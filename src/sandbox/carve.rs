@@ -192,10 +192,14 @@ impl CarvePlan {
                         .map(|m| format!("{} ({})", m.path.display(), m.kind.describe()))
                         .collect::<Vec<_>>()
                         .join(", ");
+                    let consequence = if carved.grant.access == GrantAccess::ReadWrite {
+                        ", so files can still be created, atomically replaced and deleted there"
+                    } else {
+                        ""
+                    };
                     notes.push(format!(
-                        "masked in the server's view: {listed}; the directory {dir} stays {kept}, \
-                         so files can still be created, atomically replaced and deleted there \
-                         ({how})"
+                        "masked in the server's view: {listed}; the directory {dir} stays \
+                         {kept}{consequence} ({how})"
                     ));
                     details.push(format!(
                         "masked in the server's view: {listed}; {dir} stays {kept} ({how})"

@@ -506,7 +506,13 @@ fn add_node_resolution_paths(dir: &Path, home: Option<&Path>, rt: &mut Runtime) 
     let mut package_json_found = false;
     for anc in dir.ancestors() {
         let nm = anc.join("node_modules");
-        if nm.is_dir() && !rt.grants.iter().any(|g| nm.starts_with(&g.path)) {
+        // A read grant on the script's directory is not enough: packages need exec (native
+        // addons), and a linked `node_modules` (pnpm, a symlink) lies elsewhere.
+        let covered = rt
+            .grants
+            .iter()
+            .any(|g| g.access == GrantAccess::ReadExec && nm.starts_with(&g.path));
+        if nm.is_dir() && !covered {
             rt.grants.push(grant(
                 &nm,
                 GrantAccess::ReadExec,
