@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use install_support::*;
 
 fn install_on_a_tty(sb: &Sandbox, answer: &str) -> (i32, String) {
-    let cmdline = format!("'{MCPJAIL}' install --proxy '{PROXY}'");
+    let cmdline = format!("'{MCPJAIL}' install --no-check --proxy '{PROXY}'");
     let mut child = Command::new("script")
         .args(["-q", "-e", "-c", &cmdline, "/dev/null"])
         .env_clear()

@@ -392,10 +392,12 @@ fn off_records_nothing() {
     assert_eq!(calls_reaching_server(&mut s, TOOL), 2);
     let err = stderr_text(&s);
     assert!(!err.contains("pins:") && !err.contains("pinned"), "{err}");
+    // The server's private state directory lives beside mcpjail's own state; pins do not.
     assert!(
-        !e.state.exists(),
-        "--pin off must not create the state directory"
+        !e.state.join("mcpjail").exists(),
+        "--pin off must not create mcpjail's state directory"
     );
+    assert!(e.state.join("mcpjail-servers/fx").is_dir());
     assert!(!e.tree.root().join("home/.local/state").exists());
 }
 
