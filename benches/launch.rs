@@ -113,6 +113,36 @@ fn main() {
                 .unwrap_or_else(|_| std::env::var("HOME").unwrap_or_default() + "/.pyenv"),
         ),
     ];
+    // The projects of the `uv run` and Node rows, and a repository for mcp-server-git.
+    let work = tempfile::tempdir().expect("tempdir");
+    let copy = |name: &str| -> PathBuf {
+        let dst = work.path().join(name);
+        let ok = Command::new("cp")
+            .arg("-r")
+            .arg(root.join("fixtures").join(name))
+            .arg(&dst)
+            .status()
+            .expect("cp")
+            .success();
+        assert!(ok, "cannot copy fixtures/{name}");
+        dst
+    };
+    let uv_project = copy("uv-project");
+    let node_project = copy("node-project");
+    std::os::unix::fs::symlink(
+        root.join(".test-env/node/node_modules"),
+        node_project.join("node_modules"),
+    )
+    .expect("symlink node_modules");
+    let repo = work.path().join("repo");
+    std::fs::create_dir_all(&repo).expect("mkdir repo");
+    let ok = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&repo)
+        .status()
+        .expect("git")
+        .success();
+    assert!(ok, "git init failed");
     let npx = pins(&root, "NPX_PACKAGES");
     let uvx = pins(&root, "UVX_PACKAGES");
     let pick = |list: &[String], name: &str| -> String {
@@ -139,11 +169,56 @@ fn main() {
             "uvx mcp-server-time",
             vec!["uvx".into(), pick(&uvx, "mcp-server-time")],
         ),
+        (
+            "npx -y server-seq-thinking",
+            vec![
+                "npx".into(),
+                "-y".into(),
+                pick(&npx, "server-sequential-thinking"),
+            ],
+        ),
+        (
+            "npx -y server-everything",
+            vec![
+                "npx".into(),
+                "-y".into(),
+                pick(&npx, "server-everything"),
+                "stdio".into(),
+            ],
+        ),
+        (
+            "uvx mcp-server-git",
+            vec![
+                "uvx".into(),
+                pick(&uvx, "mcp-server-git"),
+                "--repository".into(),
+                repo.display().to_string(),
+            ],
+        ),
+        (
+            "uv --directory D run",
+            vec![
+                "uv".into(),
+                "--directory".into(),
+                uv_project.display().to_string(),
+                "run".into(),
+                "server.py".into(),
+                home.path().display().to_string(),
+            ],
+        ),
+        (
+            "node project/server.mjs",
+            vec![
+                "node".into(),
+                node_project.join("server.mjs").display().to_string(),
+                home.path().display().to_string(),
+            ],
+        ),
     ];
     let proxy = env!("CARGO_BIN_EXE_mcpjail-proxy");
     println!("start-up to the initialize answer, warm cache, {iters} alternating runs each");
     println!(
-        "{:<26} {:>10} {:>10} {:>10} {:>7}",
+        "{:<28} {:>10} {:>10} {:>10} {:>7}",
         "launch", "direct", "jailed", "added", "ratio"
     );
     for (label, argv) in rows {
@@ -167,7 +242,7 @@ fn main() {
         let (d, j) = (median(&mut direct), median(&mut jailed));
         let added = j.as_secs_f64() - d.as_secs_f64();
         println!(
-            "{:<26} {:>8.0}ms {:>8.0}ms {:>+8.0}ms {:>6.2}x",
+            "{:<28} {:>8.0}ms {:>8.0}ms {:>+8.0}ms {:>6.2}x",
             label,
             d.as_secs_f64() * 1e3,
             j.as_secs_f64() * 1e3,

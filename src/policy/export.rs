@@ -43,8 +43,28 @@ pub fn runtime_grants(
     let mut notes = Vec::new();
     if !command.is_empty() {
         let vars: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+        // A package runner (`npx -y pkg`) is resolved as the jail resolves it: the grants are
+        // the resolved program's, and the other sandbox should run that program, not the
+        // runner (which needs its cache writable and the network).
+        let (command, cwd) = match crate::sandbox::launcher::resolve(command, cwd, &vars) {
+            Ok(launch) => {
+                if launch.command != command {
+                    notes.push(format!(
+                        "`{}` was resolved outside the sandbox to `{}`: run that command in the \
+                         exported sandbox (the runner itself would need its cache writable)",
+                        command.join(" "),
+                        launch.command.join(" ")
+                    ));
+                }
+                (launch.command, launch.cwd)
+            }
+            Err(e) => {
+                notes.push(format!("cannot resolve the launcher: {e}"));
+                (command.to_vec(), cwd.to_path_buf())
+            }
+        };
         let env = crate::sandbox::runtime::DiscoverEnv { vars: &vars };
-        match crate::sandbox::runtime::discover(command, cwd, &env) {
+        match crate::sandbox::runtime::discover(&command, &cwd, &env) {
             Ok(rt) => {
                 grants.extend(rt.grants);
                 notes.extend(rt.notes);

@@ -396,13 +396,7 @@ fn resolve_node_runner(
             .map(|r| r.display().to_string())
             .unwrap_or_default()
     ));
-    let mut command = vec![program.to_string_lossy().into_owned()];
-    command.extend(parsed.server_args().iter().cloned());
-    launch.command = command;
-    launch.package_root = root;
-    if let Some(path) = probe.get("PATH") {
-        launch.env.push(("PATH".into(), path.to_string()));
-    }
+    adopt(launch, parsed, &program, root, &probe, &["PATH"]);
     Ok(())
 }
 
@@ -504,16 +498,36 @@ fn resolve_uvx(
             .map(|r| r.display().to_string())
             .unwrap_or_default()
     ));
+    adopt(
+        launch,
+        parsed,
+        &program,
+        root,
+        &probe,
+        &["PATH", "VIRTUAL_ENV"],
+    );
+    Ok(())
+}
+
+/// Run `program` with the server's own arguments, from the package tree `root`, with the
+/// runner's variables `keys` as the probe saw them.
+fn adopt(
+    launch: &mut Launch,
+    parsed: &ServerCommand,
+    program: &Path,
+    root: Option<PathBuf>,
+    probe: &Probe,
+    keys: &[&str],
+) {
     let mut command = vec![program.to_string_lossy().into_owned()];
     command.extend(parsed.server_args().iter().cloned());
     launch.command = command;
     launch.package_root = root;
-    for key in ["PATH", "VIRTUAL_ENV"] {
+    for key in keys {
         if let Some(v) = probe.get(key) {
-            launch.env.push((key.into(), v.to_string()));
+            launch.env.push((key.to_string(), v.to_string()));
         }
     }
-    Ok(())
 }
 
 /// `uv [--directory D] run [opts] script.py|command args`: the project's `.venv`, synced by uv
