@@ -224,9 +224,7 @@ pub fn prepare_with_env(
     // (`.env`) are carved out as in scope directories.
     for g in rt.grants.iter().cloned() {
         match &deny {
-            Some(set) if g.access == GrantAccess::Read && g.path.is_dir() => {
-                carved.add(g, set, &mut notes)
-            }
+            Some(set) if g.access == GrantAccess::Read => carved.add(g, set, &mut notes),
             _ => grants.push(g),
         }
     }

@@ -489,15 +489,72 @@ fn add_script_argument(parsed: &ServerCommand, cwd: &Path, home: Option<&Path>, 
         && !is_system(dir)
         && !rt.grants.iter().any(|g| dir.starts_with(&g.path))
     {
-        rt.grants.push(grant(
-            dir,
-            GrantAccess::Read,
-            "the script's directory (modules it imports)",
-        ));
+        add_script_directory(dir, &canon, rt);
     }
     if is_node {
         add_node_resolution_paths(dir, home, rt);
     }
+}
+
+/// Files that mark a directory as a project root: its own source tree, fine to read whole.
+const PROJECT_MARKERS: &[&str] = &[
+    "package.json",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "requirements.txt",
+    "uv.lock",
+    "deno.json",
+    "deno.jsonc",
+    ".git",
+];
+
+/// Source files a script may import from its own directory.
+/// (Not `.json`: credentials are often kept as JSON.)
+const SOURCE_EXTENSIONS: &[&str] = &["py", "js", "mjs", "cjs", "ts", "mts", "cts"];
+
+/// The script's directory, for the sibling modules it imports. A project root (it holds a
+/// `package.json`, `pyproject.toml`, `.git`…) is granted read-only as a whole (denied names in
+/// it are masked like in scope directories). Any other directory — `~/bin`, `~/projects`
+/// holding a loose `server.py` — is not: only its source files are, one by one, so a script
+/// kept beside other people's projects does not open them all.
+fn add_script_directory(dir: &Path, script: &Path, rt: &mut Runtime) {
+    if PROJECT_MARKERS.iter().any(|m| dir.join(m).exists()) {
+        rt.grants.push(grant(
+            dir,
+            GrantAccess::Read,
+            "the script's project directory (modules it imports)",
+        ));
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut files = 0usize;
+    for entry in entries.flatten() {
+        let p = entry.path();
+        let is_source = p
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| SOURCE_EXTENSIONS.contains(&e));
+        if p == script || !is_source || !entry.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        rt.grants.push(grant(
+            &p,
+            GrantAccess::Read,
+            "a source file next to the script",
+        ));
+        files += 1;
+    }
+    rt.notes.push(format!(
+        "{} is not a project root (no {}): only the script and its {files} sibling source \
+         file(s) are readable, not the whole directory (hint: --allow-read {} if the server \
+         needs more of it)",
+        dir.display(),
+        PROJECT_MARKERS.join(", "),
+        dir.display()
+    ));
 }
 
 /// Node looks for packages in `node_modules` of every ancestor of the script's directory and
@@ -683,6 +740,63 @@ mod tests {
             rt.pyenv_bin.as_deref(),
             Some(root.join("versions/3.11.7/bin").as_path())
         );
+    }
+
+    #[test]
+    fn a_loose_script_opens_its_sibling_sources_only_a_project_opens_its_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let loose = base.join("projects");
+        exe(&loose.join("server.py"), "import helper\n");
+        std::fs::write(loose.join("helper.py"), "").unwrap();
+        std::fs::write(loose.join("gcloud-key.json"), "{}").unwrap();
+        std::fs::create_dir_all(loose.join("other-project")).unwrap();
+        let py = which_python();
+        let vars = env_with_path(Path::new("/usr/bin:/bin"), &base.join("home"));
+        let cmd = |script: &Path| {
+            vec![
+                py.to_string_lossy().into_owned(),
+                script.to_string_lossy().into_owned(),
+            ]
+        };
+        let rt = discover(
+            &cmd(&loose.join("server.py")),
+            &base,
+            &DiscoverEnv { vars: &vars },
+        )
+        .unwrap();
+        assert!(has(&rt, &loose.join("server.py"), GrantAccess::Read));
+        assert!(has(&rt, &loose.join("helper.py"), GrantAccess::Read));
+        assert!(
+            !rt.grants.iter().any(|g| g.path == loose),
+            "{:?}",
+            rt.grants
+        );
+        assert!(!rt
+            .grants
+            .iter()
+            .any(|g| g.path == loose.join("gcloud-key.json")));
+        assert!(rt.notes.iter().any(|n| n.contains("not a project root")));
+
+        let project = base.join("proj");
+        exe(&project.join("server.py"), "");
+        std::fs::write(project.join("pyproject.toml"), "").unwrap();
+        let rt = discover(
+            &cmd(&project.join("server.py")),
+            &base,
+            &DiscoverEnv { vars: &vars },
+        )
+        .unwrap();
+        assert!(has(&rt, &project, GrantAccess::Read), "{:?}", rt.grants);
+    }
+
+    /// A real interpreter named `python3…` (discovery keys on the name).
+    fn which_python() -> PathBuf {
+        ["/usr/bin/python3", "/usr/local/bin/python3"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.exists())
+            .expect("a python3 in /usr/bin or /usr/local/bin")
     }
 
     #[test]
