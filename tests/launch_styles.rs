@@ -317,6 +317,23 @@ fn uvx_mcp_server_git_stages_a_file() {
     });
 }
 
+/// Step `step` read the project's `.env`: the direct run (the control) got the secret, the
+/// jailed one did not.
+fn assert_env_read_only_by_the_control(direct: &Run, jailed: &Run, step: usize) {
+    assert!(
+        direct.text(step).contains(ENV_SECRET),
+        "{}: the control did not read .env: {}",
+        direct.label,
+        direct.text(step)
+    );
+    assert!(
+        !jailed.text(step).contains(ENV_SECRET),
+        "{}: the jailed server read .env: {}",
+        jailed.label,
+        jailed.text(step)
+    );
+}
+
 /// Copy a fixture project into the world (tests must not write into the checkout).
 fn copy_project(w: &World, fixture: &str) -> PathBuf {
     let src = repo_root().join("fixtures").join(fixture);
@@ -347,17 +364,20 @@ fn uv_directory_run_of_a_fastmcp_project() {
             w.project().display().to_string(),
         ],
         env: vec![],
-        steps: vec![call(
-            "add_note",
-            json!({"name": "n.txt", "text": "from uv"}),
-        )],
+        steps: vec![
+            call("add_note", json!({"name": "n.txt", "text": "from uv"})),
+            // `.env` at the notes directory's root: a plain name the proxy forwards, so only
+            // the kernel (the mask) stands between the server and the secret.
+            call("read_note", json!({"name": ".env"})),
+        ],
     };
     let note = w.project().join("n.txt");
-    run_row(&w, &row, |run| {
+    let (direct, jailed) = run_row(&w, &row, |run| {
         let text = run.ok_text(1);
         assert_eq!(read_or(&note, &text), "from uv\n", "{}", run.label);
         std::fs::remove_file(&note).unwrap();
     });
+    assert_env_read_only_by_the_control(&direct, &jailed, 2);
 }
 
 #[test]
@@ -375,17 +395,20 @@ fn node_project_server_outside_node_modules() {
             w.project().display().to_string(),
         ],
         env: vec![],
-        steps: vec![call(
-            "add_note",
-            json!({"name": "n.txt", "text": "from node"}),
-        )],
+        steps: vec![
+            call("add_note", json!({"name": "n.txt", "text": "from node"})),
+            // `.env` at the notes directory's root: a plain name the proxy forwards, so only
+            // the kernel (the mask) stands between the server and the secret.
+            call("read_note", json!({"name": ".env"})),
+        ],
     };
     let note = w.project().join("n.txt");
-    run_row(&w, &row, |run| {
+    let (direct, jailed) = run_row(&w, &row, |run| {
         let text = run.ok_text(1);
         assert_eq!(read_or(&note, &text), "from node\n", "{}", run.label);
         std::fs::remove_file(&note).unwrap();
     });
+    assert_env_read_only_by_the_control(&direct, &jailed, 2);
 }
 
 #[test]

@@ -214,6 +214,11 @@ fn entry_of(
             }
             if let Some(cmd) = &e.command {
                 e.wrapped = wrap::is_wrapped(cmd, &e.args);
+                let mut argv = vec![cmd.clone()];
+                argv.extend(e.args.iter().cloned());
+                if let Some(w) = launcher_warning(&argv) {
+                    e.warnings.push(w);
+                }
             }
         }
     }
@@ -273,4 +278,18 @@ pub fn scan_all(host: &HostEnv, project: &Path, clients: &[ClientId]) -> Vec<Fil
             scan
         })
         .collect()
+}
+
+/// A launcher the jail cannot resolve yet (the start check would fail): say so at install.
+fn launcher_warning(argv: &[String]) -> Option<String> {
+    use crate::policy::{Runner, ServerCommand};
+    let runner = ServerCommand::parse(argv).runner()?;
+    match runner {
+        Runner::PipxRun | Runner::PnpmDlx | Runner::Bunx | Runner::YarnDlx => Some(format!(
+            "`{}` is not resolved under the jail yet, so this server will not start wrapped; \
+             use `npx -y PKG` / `uvx PKG` for the same package, or the installed program's path",
+            runner.label()
+        )),
+        _ => None,
+    }
 }

@@ -234,6 +234,7 @@ pub fn prepare_with_env(
         why: "private TMPDIR".into(),
     });
     let mut xdg_env: Vec<(OsString, OsString)> = Vec::new();
+    let mut state_ready = false;
     if let Some(dir) = &opts.state_dir {
         match state::prepare(dir) {
             Ok(vars) => {
@@ -248,6 +249,7 @@ pub fn prepare_with_env(
                     why: "the server's private state directory".into(),
                 });
                 xdg_env = vars;
+                state_ready = true;
             }
             Err(e) => notes.push(format!(
                 "no private state directory: cannot create {}: {e}",
@@ -360,6 +362,25 @@ pub fn prepare_with_env(
             tmp.path().display()
         ),
     });
+    if let Some(dir) = opts.state_dir.as_ref().filter(|_| state_ready) {
+        layers.push(LayerReport {
+            layer: "state_dir".into(),
+            enforcement: Enforcement::Fully,
+            detail: format!(
+                "private state directory {} (read-write, 0700, kept across runs; the server's \
+                 XDG_STATE_HOME, XDG_DATA_HOME, XDG_CACHE_HOME, XDG_CONFIG_HOME point into it)",
+                dir.display()
+            ),
+        });
+    }
+    if !launch.notes.is_empty() {
+        // What the launcher resolved outside the jail: shown with the layers in `--log`.
+        layers.push(LayerReport {
+            layer: "launcher".into(),
+            enforcement: Enforcement::Fully,
+            detail: launch.notes.join("; "),
+        });
+    }
     let report = EnforcementReport { layers };
     if report.overall() != Enforcement::Fully {
         if opts.require_full {
