@@ -55,8 +55,10 @@ pub struct ProxyArgs {
     /// What to do when a tool definition changes after it was pinned.
     #[arg(long, value_enum, default_value_t = PinMode::Warn)]
     pub pin: PinMode,
-    /// The server command and its arguments.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    /// The server command and its arguments, after the proxy's own flags (`--` before it is
+    /// optional: `mcpjail-proxy --log node server.js` and `… --log -- node server.js` are the
+    /// same; everything from the first non-flag word on is the server's).
+    #[arg(trailing_var_arg = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }
 

@@ -240,7 +240,10 @@ fn secret_value(value: &str) -> bool {
     ]
     .iter()
     .any(|p| v.starts_with(p) && v.len() >= p.len() + 8);
-    let bearer = v.len() > 7 && v[..7].eq_ignore_ascii_case("bearer ");
+    // `get`, not `[..7]`: byte 7 may fall inside a multi-byte character (`résumé.txt`).
+    let bearer = v.len() > 7
+        && v.get(..7)
+            .is_some_and(|head| head.eq_ignore_ascii_case("bearer "));
     let jwt = {
         let parts: Vec<&str> = v.split('.').collect();
         parts.len() == 3
@@ -320,6 +323,50 @@ pub fn redact(value: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// No text a client or server sends can panic the log: every formatting and redaction
+        /// path over arbitrary UTF-8 (file names like `résumé.txt`, `Bearer` + multi-byte).
+        #[test]
+        fn any_utf8_formats_and_redacts_without_panicking(
+            a in "\\PC*",
+            b in "(?s).{0,40}",
+            prefix in prop::sample::select(vec!["", "Bearer ", "bearer\u{e9}", "sk-", "eyJ", "ghp_"]),
+        ) {
+            let text = format!("{prefix}{a}");
+            let _ = secret_value(&text);
+            let _ = redact_str(&text);
+            let _ = redact_str(&b);
+            let v = json!({ text.clone(): b.clone(), "path": text.clone(), "nested": [b.clone(), {"k": text.clone()}] });
+            let _ = redact(&v);
+            let dir = tempfile::tempdir().unwrap();
+            let file = dir.path().join("audit.jsonl");
+            let mut log = CallLog::new(&b, false, false, Some(&file)).unwrap();
+            log.record(&CallRecord {
+                id: text.clone(),
+                method: "tools/call".into(),
+                tool: Some(b.clone()),
+                paths: vec![text.clone(), b.clone()],
+                allowed: true,
+                reason: Some(text.clone()),
+                latency: Duration::from_micros(7),
+                result_bytes: 1,
+                arguments: Some(v),
+                outcome: "ok",
+                jail_hint: Some(b.clone()),
+            });
+            let written = std::fs::read_to_string(&file).unwrap();
+            prop_assert!(written.ends_with('\n'));
+        }
+    }
+
+    #[test]
+    fn a_multibyte_character_at_byte_seven_is_not_a_panic() {
+        assert_eq!(redact_str("résumé.txt"), "résumé.txt");
+        assert!(!secret_value("bearer\u{e9}x"));
+        assert!(secret_value("Bearer abcdefgh"));
+    }
 
     #[test]
     fn redacts_names_and_values() {
