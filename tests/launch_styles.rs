@@ -119,6 +119,8 @@ struct Row<'a> {
     command: Vec<String>,
     env: Vec<(&'static str, String)>,
     steps: Vec<Value>,
+    /// Where the client starts the server (default: the project; Claude Desktop uses `/`).
+    cwd: Option<PathBuf>,
 }
 
 /// Runs `row` direct (the control) and then jailed. `effect` runs right after each run: it
@@ -128,13 +130,14 @@ fn run_row(w: &World, row: &Row<'_>, effect: impl Fn(&Run)) -> (Run, Run) {
     steps.extend(row.steps.iter().cloned());
     let script = json!({"timeout": 120, "steps": steps});
     let env = w.with_env(&row.env);
+    let cwd = row.cwd.clone().unwrap_or_else(|| w.project());
     let direct = run_client(
         Client::Py,
         &format!("{} direct", row.name),
         &row.command,
         &script,
         &env,
-        &w.project(),
+        &cwd,
     );
     effect(&direct);
     let mut proxied = vec![PROXY.to_string(), "--name".into(), row.name.into()];
@@ -149,7 +152,7 @@ fn run_row(w: &World, row: &Row<'_>, effect: impl Fn(&Run)) -> (Run, Run) {
         &proxied,
         &script,
         &env,
-        &w.project(),
+        &cwd,
     );
     for run in [&direct, &jailed] {
         let tools = run.tools(0).as_array().map_or(0, Vec::len);
@@ -169,6 +172,7 @@ fn read_or(p: &Path, answer: &str) -> String {
 fn npx_server_filesystem_writes_next_to_a_dotenv_it_cannot_read() {
     let w = World::new();
     let row = Row {
+        cwd: None,
         name: "files",
         command: vec![
             "npx".into(),
@@ -205,6 +209,7 @@ fn npx_server_memory_keeps_its_graph_at_the_project_root() {
     let w = World::new();
     let memory = w.project().join("memory.jsonl");
     let row = Row {
+        cwd: None,
         name: "memory",
         command: vec![
             "npx".into(),
@@ -233,6 +238,7 @@ fn npx_server_sequential_thinking_and_server_everything_answer() {
     let w = World::new();
     // Neither server touches files: the in-scope "effect" is the answer itself.
     let thinking = Row {
+        cwd: None,
         name: "thinking",
         command: vec![
             "npx".into(),
@@ -248,6 +254,7 @@ fn npx_server_sequential_thinking_and_server_everything_answer() {
     let (direct, jailed) = run_row(&w, &thinking, |_| {});
     assert_eq!(direct.ok_text(1), jailed.ok_text(1));
     let everything = Row {
+        cwd: None,
         name: "everything",
         command: vec![
             "npx".into(),
@@ -267,6 +274,7 @@ fn npx_server_sequential_thinking_and_server_everything_answer() {
 fn uvx_mcp_server_time_answers() {
     let w = World::new();
     let row = Row {
+        cwd: None,
         name: "time",
         command: vec!["uvx".into(), pin("UVX_PACKAGES", "mcp-server-time")],
         env: vec![],
@@ -291,6 +299,7 @@ fn uvx_mcp_server_git_stages_a_file() {
     support::git_init(&project, "initial");
     std::fs::write(project.join("new.txt"), "new\n").unwrap();
     let row = Row {
+        cwd: Some(PathBuf::from("/")),
         name: "git",
         command: vec![
             "uvx".into(),
@@ -299,9 +308,11 @@ fn uvx_mcp_server_git_stages_a_file() {
             project.display().to_string(),
         ],
         env: vec![],
+        // A relative file next to `repo_path`, with the server started in `/` as Claude
+        // Desktop does: the file is the repository's, not `/new.txt`.
         steps: vec![call(
             "git_add",
-            json!({"repo_path": project.display().to_string(), "files": [w.p("new.txt")]}),
+            json!({"repo_path": project.display().to_string(), "files": ["new.txt"]}),
         )],
     };
     let staged = || support::git(&project, &["diff", "--cached", "--name-only"]);
@@ -354,6 +365,7 @@ fn uv_directory_run_of_a_fastmcp_project() {
     let w = World::new();
     let project = copy_project(&w, "uv-project");
     let row = Row {
+        cwd: None,
         name: "notes-uv",
         command: vec![
             "uv".into(),
@@ -388,6 +400,7 @@ fn node_project_server_outside_node_modules() {
     std::os::unix::fs::symlink(test_env("node/node_modules"), project.join("node_modules"))
         .unwrap();
     let row = Row {
+        cwd: None,
         name: "notes-node",
         command: vec![
             "node".into(),
@@ -468,6 +481,7 @@ fn npx_from_an_nvm_style_node_install() {
     }
     let memory = w.project().join("memory.jsonl");
     let row = Row {
+        cwd: None,
         name: "memory-nvm",
         command: vec![
             prefix.join("bin/npx").display().to_string(),
@@ -638,4 +652,62 @@ fn server_state_dot_directory_and_xdg_cache() {
     assert!(home
         .join(".local/state/mcpjail-servers/acme/cache/acme/cache.txt")
         .is_file());
+}
+
+/// Ordinary strings are not paths (issue: false denials): `server-everything`'s enum city,
+/// an inline `data:` URI (short and long), prose with `/` and `~` in a free-text field — all
+/// forwarded and answered as the direct run answers them; while a real violation, a `file:`
+/// URI outside the scope in the same field, is refused by the proxy only in the jailed run.
+#[test]
+fn ordinary_strings_pass_and_real_paths_do_not() {
+    let w = World::new();
+    let long_data = format!("data:text/plain;base64,{}", "aGVsbG8g".repeat(2000));
+    let row = Row {
+        cwd: None,
+        name: "everything",
+        command: vec![
+            "npx".into(),
+            "-y".into(),
+            pin("NPX_PACKAGES", "server-everything"),
+            "stdio".into(),
+        ],
+        env: vec![],
+        steps: vec![
+            call("get-structured-content", json!({"location": "New York"})),
+            call(
+                "gzip-file-as-resource",
+                json!({"name": "hi.gz", "data": "data:,hi"}),
+            ),
+            call(
+                "gzip-file-as-resource",
+                json!({"name": "long.gz", "data": long_data}),
+            ),
+            call("echo", json!({"message": "/ is the root and ~ is home"})),
+            call(
+                "gzip-file-as-resource",
+                json!({"name": "p.gz", "data": "file:///etc/passwd"}),
+            ),
+        ],
+    };
+    let (direct, jailed) = run_row(&w, &row, |_| {});
+    for step in 1..=4 {
+        assert!(
+            jailed.denial(step).is_none(),
+            "step {step} was denied: {}",
+            jailed.text(step)
+        );
+        assert_eq!(
+            direct.result(step)["isError"],
+            jailed.result(step)["isError"],
+            "step {step}: direct {} / jailed {}",
+            direct.text(step),
+            jailed.text(step)
+        );
+    }
+    assert_eq!(direct.ok_text(1), jailed.ok_text(1));
+    assert!(jailed.ok_text(4).contains("/ is the root and ~ is home"));
+    // The control: a real path outside the scope differs — the proxy refuses it.
+    assert!(direct.denial(5).is_none());
+    let denial = jailed.denial(5).expect("file:///etc/passwd was forwarded");
+    assert_eq!(denial["path"], "/etc/passwd", "{denial}");
 }

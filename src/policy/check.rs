@@ -159,6 +159,7 @@ mod tests {
             path_args: vec!["/path".into()],
             read_only: true,
             weak_path_args: vec![],
+            ..Default::default()
         };
         let rw_tool = ToolInfo {
             read_only: false,

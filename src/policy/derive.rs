@@ -991,6 +991,7 @@ mod tests {
             path_args: vec!["/path".into()],
             read_only: false,
             weak_path_args: vec![],
+            ..Default::default()
         };
         d.apply_tool_policy(&mut t);
         assert!(t.read_only);

@@ -37,7 +37,7 @@ pub const MAX_ARG_NODES: usize = 1_000_000;
 pub const MAX_PATH_ARGS: usize = 10_000;
 
 /// What the proxy learned about one tool from `tools/list`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolInfo {
     pub name: String,
     /// JSON-pointer-like patterns of path arguments found in the input schema, e.g. `/path`,
@@ -50,6 +50,17 @@ pub struct ToolInfo {
     /// `-`, `_` only) is not taken as a path: it is a git ref or a label far more often than a
     /// file, and a plain word can only name an entry of the server's cwd, which the jail confines.
     pub weak_path_args: Vec<String>,
+    /// The schema's own vocabulary: (pattern, the strings its `enum`/`const` allows). A value
+    /// that is one of them is the server's declared word, never a path (`"New York"` in a
+    /// `location` enum).
+    pub literals: Vec<(String, Vec<String>)>,
+    /// Patterns whose schema says the string is data, not a name: `contentEncoding` (base64
+    /// text may start with `/`), or a non-path `format` (`date-time`, `email`, `uuid`…).
+    /// Neither the schema nor the value heuristics take these as paths.
+    pub data_args: Vec<String>,
+    /// Patterns of free-text properties (`message`, `query`, `text`, `content`…): a value with
+    /// whitespace in it is prose, not a path.
+    pub text_args: Vec<String>,
 }
 
 impl ToolInfo {
@@ -67,6 +78,9 @@ impl ToolInfo {
             root: &Value::Null,
             strong: Vec::new(),
             weak: Vec::new(),
+            literals: Vec::new(),
+            data: Vec::new(),
+            text: Vec::new(),
             nodes: 0,
             ref_stack: Vec::new(),
         };
@@ -85,11 +99,17 @@ impl ToolInfo {
         // Sorted, so output does not depend on the JSON map's key order.
         path_args.sort();
         weak_path_args.sort();
+        // A pattern the schema declares as data is not a path, whatever its name says.
+        path_args.retain(|p| !walker.data.contains(p));
+        weak_path_args.retain(|p| !walker.data.contains(p));
         Some(ToolInfo {
             name,
             path_args,
             read_only,
             weak_path_args,
+            literals: walker.literals,
+            data_args: walker.data,
+            text_args: walker.text,
         })
     }
 }
@@ -106,6 +126,9 @@ struct SchemaWalker<'a> {
     root: &'a Value,
     strong: Vec<String>,
     weak: Vec<String>,
+    literals: Vec<(String, Vec<String>)>,
+    data: Vec<String>,
+    text: Vec<String>,
     nodes: usize,
     /// `$ref`s being expanded on the current branch (a cycle is a ref already on it).
     ref_stack: Vec<String>,
@@ -154,10 +177,25 @@ impl<'a> SchemaWalker<'a> {
         if marked != Mark::None && admits_string(obj) && !pointer.is_empty() {
             self.record(pointer, marked);
         }
+        if !pointer.is_empty() {
+            let words = literal_strings(obj);
+            if !words.is_empty() {
+                match self.literals.iter_mut().find(|(p, _)| p == pointer) {
+                    Some((_, list)) => list.extend(words),
+                    None => self.literals.push((pointer.to_string(), words)),
+                }
+            }
+            if is_data_string(obj) && !self.data.iter().any(|p| p == pointer) {
+                self.data.push(pointer.to_string());
+            }
+        }
 
         if let Some(props) = obj.get("properties").and_then(Value::as_object) {
             for (name, sub) in props {
                 let child = format!("{pointer}/{}", escape_pointer(name));
+                if is_text_name(name) && !self.text.contains(&child) {
+                    self.text.push(child.clone());
+                }
                 let here = name_mark(name).max(schema_text_mark(sub));
                 self.walk(sub, &child, here, depth + 1);
             }
@@ -221,6 +259,84 @@ fn admits_string(obj: &Map<String, Value>) -> bool {
         Some(Value::Array(ts)) => ts.iter().any(|t| t == "string"),
         Some(_) => false,
     }
+}
+
+/// The strings an `enum` or `const` allows here.
+fn literal_strings(obj: &Map<String, Value>) -> Vec<String> {
+    let mut out: Vec<String> = obj
+        .get("enum")
+        .and_then(Value::as_array)
+        .map(|vs| {
+            vs.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(c) = obj.get("const").and_then(Value::as_str) {
+        out.push(c.to_string());
+    }
+    out
+}
+
+/// Formats that say "this string is not a file name".
+const DATA_FORMATS: &[&str] = &[
+    "date",
+    "date-time",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
+    "regex",
+    "byte",
+    "binary",
+    "password",
+    "color",
+];
+
+/// Is this string schema data (encoded content, a date, an address) rather than a name?
+fn is_data_string(obj: &Map<String, Value>) -> bool {
+    obj.contains_key("contentEncoding")
+        || obj
+            .get("format")
+            .and_then(Value::as_str)
+            .is_some_and(|f| DATA_FORMATS.contains(&f))
+}
+
+/// Property names of free text: their values are prose, which may contain `/` or `~`.
+const TEXT_WORDS: &[&str] = &[
+    "message",
+    "messages",
+    "text",
+    "query",
+    "content",
+    "prompt",
+    "body",
+    "comment",
+    "comments",
+    "description",
+    "title",
+    "topic",
+    "question",
+    "answer",
+    "note",
+    "notes",
+    "summary",
+    "thought",
+    "instructions",
+    "input",
+];
+
+fn is_text_name(name: &str) -> bool {
+    let ws = words(name);
+    !ws.is_empty()
+        && ws.iter().any(|w| TEXT_WORDS.contains(&w.as_str()))
+        && name_mark(name) == Mark::None
 }
 
 fn has_path_format(obj: &Map<String, Value>) -> bool {
@@ -420,6 +536,20 @@ fn scan(tool: Option<&ToolInfo>, args: &Value) -> (Vec<PathArgument>, Option<Arg
                 .collect()
         })
         .unwrap_or_default();
+    let literals: Vec<(Vec<&str>, &[String])> = tool
+        .map(|t| {
+            t.literals
+                .iter()
+                .map(|(p, words)| (split_pattern(p), words.as_slice()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let data: Vec<Vec<&str>> = tool
+        .map(|t| t.data_args.iter().map(|p| split_pattern(p)).collect())
+        .unwrap_or_default();
+    let text: Vec<Vec<&str>> = tool
+        .map(|t| t.text_args.iter().map(|p| split_pattern(p)).collect())
+        .unwrap_or_default();
     let mut found: Vec<PathArgument> = Vec::new();
     let mut seen: HashSet<(String, String)> = HashSet::new();
     // (pointer segments, value, how an enclosing array was schema-marked)
@@ -451,6 +581,16 @@ fn scan(tool: Option<&ToolInfo>, args: &Value) -> (Vec<PathArgument>, Option<Arg
         }
         match value {
             Value::String(s) => {
+                let here = |list: &[Vec<&str>]| list.iter().any(|p| pattern_matches(p, &segments));
+                let declared_word = literals
+                    .iter()
+                    .any(|(p, words)| pattern_matches(p, &segments) && words.contains(s));
+                // The server's own vocabulary, or data by its schema: not a name of a file.
+                // Prose in a free-text field (it has whitespace) is not one either.
+                let prose = here(&text) && s.contains(char::is_whitespace);
+                if declared_word || here(&data) || prose {
+                    continue;
+                }
                 let marked = match marked {
                     Mark::Weak if is_plain_word(s) => false,
                     Mark::None => false,
@@ -511,6 +651,52 @@ fn scan(tool: Option<&ToolInfo>, args: &Value) -> (Vec<PathArgument>, Option<Arg
     (found, None)
 }
 
+/// Sibling argument names that give the directory other paths of a call are relative to:
+/// `git_add {"repo_path": R, "files": ["f.txt"]}` means `R/f.txt`, not `<cwd>/f.txt` (and
+/// Claude Desktop starts servers with cwd `/`).
+const BASE_WORDS: &[&str] = &[
+    "repo",
+    "repository",
+    "cwd",
+    "workdir",
+    "root",
+    "base",
+    "project",
+];
+
+/// The value of the path-typed sibling that `pointer`'s argument is relative to, when the
+/// enclosing object has one (`repo_path`, `cwd`, `root`, `base_dir`, `project_dir`…). The
+/// argument itself is never its own base.
+pub fn base_argument<'a>(args: &'a Value, pointer: &str) -> Option<&'a str> {
+    let segments: Vec<String> = pointer
+        .split('/')
+        .skip(1)
+        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    // The deepest object on the way, and the key taken out of it.
+    let mut node = args;
+    let mut nearest: Option<(&Map<String, Value>, &str)> = None;
+    for seg in &segments {
+        match node {
+            Value::Object(map) => {
+                nearest = Some((map, seg.as_str()));
+                node = map.get(seg.as_str())?;
+            }
+            Value::Array(items) => node = items.get(seg.parse::<usize>().ok()?)?,
+            _ => return None,
+        }
+    }
+    let (map, own) = nearest?;
+    map.iter()
+        .filter(|(k, _)| k.as_str() != own)
+        .find(|(k, _)| {
+            let ws = words(k);
+            ws.iter().any(|w| BASE_WORDS.contains(&w.as_str()))
+                || matches!(k.as_str(), "dir" | "directory" | "working_directory")
+        })
+        .and_then(|(_, v)| v.as_str())
+}
+
 /// `main`, `HEAD`, `feature_x-2`: no dot, slash, backslash, `~` or `$`.
 fn is_plain_word(s: &str) -> bool {
     !s.is_empty()
@@ -521,10 +707,27 @@ fn is_plain_word(s: &str) -> bool {
 /// `https://…`, `s3://…`: a schema-marked `uri` that names no local file. Anything with `..` in
 /// it is still checked, because a server that treats it as a relative path would normalise it.
 fn is_non_file_url(s: &str) -> bool {
-    super::resolve::has_url_scheme(s)
+    // `data:` carries its content inline: it never names a file, whatever its payload holds.
+    if s.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("data:")) {
+        return true;
+    }
+    (super::resolve::has_url_scheme(s) || has_opaque_scheme(s))
         && !s.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("file:"))
         && !s.contains("..")
         && !s.contains('%')
+}
+
+/// `mailto:x@y`, `urn:isbn:…`, `tel:…`: a scheme without `//` (two or more letters, so a
+/// Windows drive `C:` is not one).
+fn has_opaque_scheme(s: &str) -> bool {
+    let Some((scheme, _)) = s.split_once(':') else {
+        return false;
+    };
+    scheme.len() >= 2
+        && scheme.as_bytes()[0].is_ascii_alphabetic()
+        && scheme
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'-' || b == b'.')
 }
 
 /// Does this string look like a path whatever the schema says?
@@ -576,6 +779,63 @@ mod tests {
 
     fn info(schema: Value) -> ToolInfo {
         ToolInfo::from_tool(&json!({"name": "t", "inputSchema": schema})).unwrap()
+    }
+
+    fn values(tool: &ToolInfo, args: Value) -> Vec<String> {
+        find_path_arguments(Some(tool), &args)
+            .into_iter()
+            .map(|a| a.value)
+            .collect()
+    }
+
+    #[test]
+    fn the_schemas_own_words_and_data_are_not_paths() {
+        // server-everything's get-structured-content: a path-ish name with an enum.
+        let t = info(json!({"type": "object", "properties": {
+            "location": {"type": "string", "enum": ["New York", "Chicago", "Los Angeles"]},
+            "mode": {"const": "/fast"},
+            "image": {"type": "string", "contentEncoding": "base64"},
+            "when": {"type": "string", "format": "date-time"},
+            "file_date": {"type": "string", "format": "date"},
+            "data": {"type": "string", "format": "uri"},
+            "message": {"type": "string"},
+        }}));
+        assert!(values(&t, json!({"location": "New York"})).is_empty());
+        assert!(values(&t, json!({"mode": "/fast"})).is_empty());
+        // Not one of the declared words: checked as before.
+        assert_eq!(values(&t, json!({"location": "/etc"})), ["/etc"]);
+        assert_eq!(
+            values(&t, json!({"location": "Paris/../x"})),
+            ["Paris/../x"]
+        );
+        // base64 text may start with `/` (`/9j/` is a JPEG).
+        assert!(values(&t, json!({"image": "/9j/4AAQSkZJRg=="})).is_empty());
+        assert!(values(&t, json!({"file_date": "2026-11-30"})).is_empty());
+        // Inline data and non-file URIs name no file; file: URIs still do.
+        assert!(values(&t, json!({"data": "data:,hi"})).is_empty());
+        let long = format!("data:text/plain;base64,{}", "QUJD".repeat(5000));
+        assert!(values(&t, json!({"data": long})).is_empty());
+        assert!(values(&t, json!({"data": "mailto:a@b.c"})).is_empty());
+        assert_eq!(
+            values(&t, json!({"data": "file:///etc/passwd"})),
+            ["file:///etc/passwd"]
+        );
+        // Prose in a free-text field; a bare path there is still checked.
+        assert!(values(&t, json!({"message": "/ is the root, ~ is home"})).is_empty());
+        assert_eq!(
+            values(&t, json!({"message": "/etc/passwd"})),
+            ["/etc/passwd"]
+        );
+    }
+
+    #[test]
+    fn a_relative_path_has_its_sibling_base() {
+        let args = json!({"repo_path": "/r", "files": ["f.txt", "/abs"], "nested": {"cwd": "/c", "path": "p"}});
+        assert_eq!(base_argument(&args, "/files/0"), Some("/r"));
+        assert_eq!(base_argument(&args, "/nested/path"), Some("/c"));
+        // The base itself has no base (its sibling is not one).
+        assert_eq!(base_argument(&args, "/repo_path"), None);
+        assert_eq!(base_argument(&json!({"path": "x"}), "/path"), None);
     }
 
     #[test]

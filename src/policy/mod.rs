@@ -34,7 +34,8 @@ pub use derive::{
     server_state_dir, DeriveError, DeriveInputs, Derived, PolicyFile, ToolPolicy,
 };
 pub use detect::{
-    find_path_arguments, scan_arguments, ArgsTooComplex, Detection, PathArgument, ToolInfo,
+    base_argument, find_path_arguments, scan_arguments, ArgsTooComplex, Detection, PathArgument,
+    ToolInfo,
 };
 pub use resolve::{resolve, ResolveContext, ResolveError};
 pub use scope::{Access, Denial, DenyReason, NetRules, Scope, ScopeEntry, ScopeSource};

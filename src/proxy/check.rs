@@ -90,6 +90,16 @@ pub fn check_tool_call(
         }
     };
     for arg in &args {
+        // A relative path next to a base argument (`repo_path`, `cwd`) is relative to it, as
+        // the server reads it; an absolute one, or one without a base, to the server's cwd.
+        let based = crate::policy::base_argument(arguments, &arg.pointer)
+            .filter(|_| !is_absolute_form(&arg.value))
+            .and_then(|base| crate::policy::resolve(base, ctx).ok())
+            .map(|dir| ResolveContext {
+                cwd: dir,
+                home: ctx.home.clone(),
+            });
+        let ctx = based.as_ref().unwrap_or(ctx);
         let mut outcome = check_one(scope, ctx, arg, access);
         let outside_write_scope =
             matches!(&outcome.1, Some(r) if r.kind == "outside_scope" && r.access == Access::Write);
@@ -106,6 +116,17 @@ pub fn check_tool_call(
         }
     }
     verdict
+}
+
+/// A path that does not depend on any directory: absolute, home-relative or a URI.
+fn is_absolute_form(value: &str) -> bool {
+    let v = value.trim();
+    v.starts_with('/')
+        || v.starts_with('~')
+        || v.starts_with("$HOME")
+        || v.starts_with("${HOME}")
+        || v.contains("://")
+        || v.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("file:"))
 }
 
 /// Check a `resources/read` of a `file://` URI (read access).
