@@ -99,3 +99,41 @@ fn crlf_lines_are_accepted() {
     let r = s.recv();
     assert_eq!(r["id"], json!("crlf"), "{r}");
 }
+
+/// What JSON allows is forwarded (a lone UTF-16 surrogate escape, as the TypeScript SDK sends
+/// for such JavaScript strings), and a line that must be refused still answers its own id when
+/// it can be read (not UTF-8; a byte-order mark), so no client is left waiting.
+#[test]
+fn valid_json_is_forwarded_and_refusals_answer_their_own_id() {
+    let t = Tree::new();
+    let mut s = session(&t);
+    s.send_raw(
+        b"{\"jsonrpc\":\"2.0\",\"id\":21,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"a\\ud800b\"}}}\n",
+    );
+    // The proxy judged it (the argument holds no path) and forwarded it: the fixture, whose
+    // JSON parser cannot hold a lone surrogate either, reports the line as its own problem —
+    // exactly what it does when the client talks to it directly. The proxy sent no refusal:
+    // the next answer the client reads is the barrier's.
+    s.wait_stderr("FIXTURE-BAD-LINE");
+    let next = s.recv_next_answer_after_ping();
+    assert_ne!(next["id"], json!(21), "the proxy refused the lone surrogate: {next}");
+    // Not UTF-8: refused, but with the request's id.
+    let mut bad = b"{\"jsonrpc\":\"2.0\",\"id\":22,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"".to_vec();
+    bad.push(0xff);
+    bad.extend_from_slice(b"\"}}}\n");
+    let r = expect_error(&mut s, &bad, -32700);
+    assert_eq!(r["id"], json!(22), "{r}");
+    // A byte-order mark: refused with a message that says so, with the request's id.
+    let r = expect_error(
+        &mut s,
+        "\u{feff}{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"method\":\"ping\"}\n".as_bytes(),
+        -32700,
+    );
+    assert_eq!(r["id"], json!("b"), "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("byte-order mark")),
+        "{r}"
+    );
+}

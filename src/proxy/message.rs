@@ -82,6 +82,13 @@ pub fn parse_envelope(content: &[u8]) -> Result<Envelope<'_>, Malformed> {
             Ok(env)
         }
         Err(err) => {
+            if content.starts_with("\u{feff}".as_bytes()) {
+                return Err(Malformed::Parse(
+                    "the line starts with a byte-order mark (U+FEFF); JSON-RPC messages on stdio \
+                     must start with `{`"
+                        .into(),
+                ));
+            }
             if std::str::from_utf8(content).is_err() {
                 return Err(Malformed::Parse("the message is not valid UTF-8".into()));
             }
@@ -94,7 +101,9 @@ pub fn parse_envelope(content: &[u8]) -> Result<Envelope<'_>, Malformed> {
                         .copied()
                         .unwrap_or(b' ');
                     Err(Malformed::Invalid(if first == b'[' {
-                        "JSON-RPC batches (arrays) are not accepted by mcpjail".into()
+                        "JSON-RPC batches (arrays) are not part of MCP since 2025-06-18 and mcpjail does \
+                         not accept them; send one message per line"
+                            .into()
                     } else if first != b'{' {
                         "a JSON-RPC message must be a JSON object".into()
                     } else {
@@ -104,6 +113,93 @@ pub fn parse_envelope(content: &[u8]) -> Result<Envelope<'_>, Malformed> {
             }
         }
     }
+}
+
+/// The id of a line that could not be parsed as it is (not UTF-8, a byte-order mark), so the
+/// refusal answers the request the client is waiting for instead of `id: null`. `None` when
+/// no id can be read even from a repaired copy.
+pub fn recover_id(content: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(content);
+    let text = text.trim_start_matches('\u{feff}');
+    let env: Envelope<'_> = serde_json::from_str(text).ok()?;
+    let id = env.id?.get();
+    // The same rule as for parsed lines: ids are strings, numbers or null.
+    (!id.starts_with('{') && !id.starts_with('[')).then(|| id.to_string())
+}
+
+/// Why a request's `params` cannot be judged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParamsError {
+    /// The same key twice in one object: the proxy and the server could read different values.
+    DuplicateKey(String),
+    /// Not JSON.
+    Invalid(String),
+}
+
+/// Parse `params` for inspection (the original bytes are what is forwarded).
+///
+/// JSON allows a lone UTF-16 surrogate escape (`"a\ud800b"`, which the TypeScript SDK sends
+/// for such JavaScript strings); a Rust string cannot hold one. The copy inspected has U+FFFD
+/// in its place — what Node writes when such a string becomes a file name (Python refuses to
+/// encode it at all), so a path check sees the name the server would use.
+pub fn parse_params(text: &str) -> Result<Value, ParamsError> {
+    let text = replace_lone_surrogates(text);
+    match find_duplicate_key(&text) {
+        Ok(Some(key)) => Err(ParamsError::DuplicateKey(key)),
+        Ok(None) => serde_json::from_str(&text).map_err(|e| ParamsError::Invalid(e.to_string())),
+        Err(e) => Err(ParamsError::Invalid(e.to_string())),
+    }
+}
+
+/// `text` with every `\uD800`–`\uDFFF` escape that is not half of a surrogate pair replaced by
+/// `\uFFFD`. Borrowed when there is none (the common case costs one scan).
+fn replace_lone_surrogates(text: &str) -> Cow<'_, str> {
+    let b = text.as_bytes();
+    let hex = |at: usize| -> Option<u16> {
+        let digits = text.get(at..at + 4)?;
+        u16::from_str_radix(digits, 16).ok()
+    };
+    let escape_at = |at: usize| -> Option<u16> {
+        (b.get(at) == Some(&b'\\') && b.get(at + 1) == Some(&b'u'))
+            .then(|| hex(at + 2))
+            .flatten()
+    };
+    let mut lone: Vec<usize> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        match escape_at(i) {
+            Some(0xD800..=0xDBFF) => match escape_at(i + 6) {
+                Some(0xDC00..=0xDFFF) => i += 12,
+                _ => {
+                    lone.push(i);
+                    i += 6;
+                }
+            },
+            Some(0xDC00..=0xDFFF) => {
+                lone.push(i);
+                i += 6;
+            }
+            Some(_) => i += 6,
+            // `\\`, `\"`, `\n`…: skip the escaped character.
+            None => i += 2,
+        }
+    }
+    if lone.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for at in lone {
+        out.push_str(&text[last..at]);
+        out.push_str("\\ufffd");
+        last = at + 6;
+    }
+    out.push_str(&text[last..]);
+    Cow::Owned(out)
 }
 
 /// A request id normalised for map lookups: the id re-serialised from its parsed value, so
@@ -321,5 +417,39 @@ mod tests {
         let a: &RawValue = serde_json::from_str(r#""a""#).unwrap();
         let b: &RawValue = serde_json::from_str(r#""\u0061""#).unwrap();
         assert_eq!(id_key(a), id_key(b));
+    }
+
+    #[test]
+    fn lone_surrogates_are_inspected_as_replacement_characters() {
+        let v = parse_params(
+            r#"{"arguments":{"m":"a\ud800b","p":"\udc00","ok":"\ud83d\ude00","esc":"\\ud800"}}"#,
+        )
+        .unwrap();
+        assert_eq!(v["arguments"]["m"], "a\u{fffd}b");
+        assert_eq!(v["arguments"]["p"], "\u{fffd}");
+        assert_eq!(v["arguments"]["ok"], "\u{1f600}");
+        // An escaped backslash followed by `ud800` is plain text, not an escape.
+        assert_eq!(v["arguments"]["esc"], "\\ud800");
+        assert_eq!(
+            parse_params(r#"{"a":1,"a":2}"#),
+            Err(ParamsError::DuplicateKey("a".into()))
+        );
+        assert!(matches!(parse_params("{"), Err(ParamsError::Invalid(_))));
+    }
+
+    #[test]
+    fn an_id_is_recovered_from_a_line_that_is_not_utf8_or_starts_with_a_bom() {
+        let mut line = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"p":""#.to_vec();
+        line.extend_from_slice(&[0xff, 0xfe]);
+        line.extend_from_slice(br#""}}"#);
+        assert!(matches!(parse_envelope(&line), Err(Malformed::Parse(_))));
+        assert_eq!(recover_id(&line).as_deref(), Some("7"));
+        let bom = "\u{feff}{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"method\":\"ping\"}";
+        match parse_envelope(bom.as_bytes()) {
+            Err(Malformed::Parse(m)) => assert!(m.contains("byte-order mark"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(recover_id(bom.as_bytes()).as_deref(), Some("\"x\""));
+        assert_eq!(recover_id(b"not json"), None);
     }
 }

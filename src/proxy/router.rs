@@ -495,7 +495,8 @@ impl Router {
         let env = match message::parse_envelope(content) {
             Ok(env) => env,
             Err(bad) => {
-                self.refuse_malformed(&bad, None);
+                // Fail closed, but answer the request's own id when it can be read.
+                self.refuse_malformed(&bad, message::recover_id(content).as_deref());
                 return;
             }
         };
@@ -609,23 +610,14 @@ impl Router {
         let started = Instant::now();
         let params_text = env.params.map(|p| p.get()).unwrap_or("{}");
         // Two equal keys could be read one way here and another way by the server.
-        let params: Value = match message::find_duplicate_key(params_text) {
-            Ok(None) => match serde_json::from_str(params_text) {
-                Ok(v) => v,
-                Err(e) => {
-                    self.refuse_malformed(
-                        &Malformed::Invalid(format!("bad params: {e}")),
-                        raw_id.as_deref(),
-                    );
-                    return;
-                }
-            },
-            Ok(Some(key)) => {
+        let params: Value = match message::parse_params(params_text) {
+            Ok(v) => v,
+            Err(message::ParamsError::DuplicateKey(key)) => {
                 let msg = format!("duplicate key `{key}` in params: refused, because the proxy and the server could read different values");
                 self.answer_invalid_params(raw_id.as_deref(), &msg, kind, started);
                 return;
             }
-            Err(e) => {
+            Err(message::ParamsError::Invalid(e)) => {
                 self.refuse_malformed(
                     &Malformed::Invalid(format!("bad params: {e}")),
                     raw_id.as_deref(),

@@ -242,6 +242,20 @@ impl Session {
         self.request("tools/call", json!({"name": tool, "arguments": args}))
     }
 
+    /// Send a ping and return the first answer the client reads after it (a test checks no
+    /// other answer came first).
+    pub fn recv_next_answer_after_ping(&mut self) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "ping"}));
+        loop {
+            let msg = self.recv();
+            if msg.get("method").is_none() {
+                return msg;
+            }
+        }
+    }
+
     /// Prove the server is still serving and everything sent before has been processed by it:
     /// the fixture handles requests in order and logs each call before answering.
     pub fn barrier(&mut self) -> String {
