@@ -116,7 +116,11 @@ fn valid_json_is_forwarded_and_refusals_answer_their_own_id() {
     // the next answer the client reads is the barrier's.
     s.wait_stderr("FIXTURE-BAD-LINE");
     let next = s.recv_next_answer_after_ping();
-    assert_ne!(next["id"], json!(21), "the proxy refused the lone surrogate: {next}");
+    assert_ne!(
+        next["id"],
+        json!(21),
+        "the proxy refused the lone surrogate: {next}"
+    );
     // Not UTF-8: refused, but with the request's id.
     let mut bad = b"{\"jsonrpc\":\"2.0\",\"id\":22,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"".to_vec();
     bad.push(0xff);

@@ -217,7 +217,7 @@ impl ServerCommand {
         } else if let Some(m) = &self.module {
             m.split('.').next().unwrap_or(m).to_string()
         } else if let Some(s) = self.script() {
-            stem(s)
+            script_label(s)
         } else if matches!(self.launcher, Launcher::Native) || self.inline_code {
             stem(self.program())
         } else {
@@ -524,6 +524,42 @@ pub fn package_name(spec: &str) -> String {
     format!("{scope}{}", &rest[..end])
 }
 
+/// Script names that say nothing about the server (`dist/index.js`, `server.py`) and the
+/// build directories they sit in: the label comes from the first directory above them that
+/// says more, so two different `…/index.js` servers do not share a name (and with it pins and
+/// a state directory).
+const GENERIC_SCRIPT_STEMS: &[&str] = &[
+    "index", "main", "server", "app", "cli", "__main__", "mod", "run", "start",
+];
+const GENERIC_DIRS: &[&str] = &[
+    "dist",
+    "build",
+    "lib",
+    "src",
+    "bin",
+    "out",
+    "build-output",
+    "esm",
+    "cjs",
+];
+
+/// `python /opt/weather/server.py` → `weather`; `node ~/x/mcp-notes/dist/index.js` →
+/// `mcp-notes`; `node tools.js` → `tools`; a generic name with nothing above it stays itself.
+fn script_label(script: &str) -> String {
+    let own = stem(script);
+    if !GENERIC_SCRIPT_STEMS.contains(&own.as_str()) {
+        return own;
+    }
+    let parts: Vec<&str> = script.split('/').collect();
+    parts
+        .iter()
+        .rev()
+        .skip(1)
+        .find(|d| !d.is_empty() && *d != &"." && *d != &".." && !GENERIC_DIRS.contains(d))
+        .map(|d| stem(d))
+        .unwrap_or(own)
+}
+
 /// A label from a path, package or script: the last component, without a scope, a version or
 /// a script extension.
 fn stem(s: &str) -> String {
@@ -695,7 +731,7 @@ mod tests {
                 &[],
                 None,
                 &["--db", "d.sqlite"],
-                "server",
+                "srv",
             ),
             (
                 "node --env-file .env server.js /data",
@@ -761,6 +797,17 @@ mod tests {
             assert_eq!(c.server_args(), *server_args, "{line}: server args");
             assert_eq!(c.default_name(), *name, "{line}: name");
         }
+    }
+
+    #[test]
+    fn generic_script_names_take_their_project_directory() {
+        let name = |s: &str| parse(s).default_name();
+        assert_eq!(name("node /home/me/mcp-notes/dist/index.js"), "mcp-notes");
+        assert_eq!(name("node /home/me/mcp-todo/dist/index.js"), "mcp-todo");
+        assert_eq!(name("python3 /opt/weather/server.py"), "weather");
+        assert_eq!(name("node tools.js"), "tools");
+        assert_eq!(name("node index.js"), "index");
+        assert_eq!(name("node ./src/index.ts"), "index");
     }
 
     #[test]

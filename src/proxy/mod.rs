@@ -115,7 +115,7 @@ mod tests {
             default_name(&v("uvx mcp-server-git --repository .")),
             "mcp-server-git"
         );
-        assert_eq!(default_name(&v("python3 /opt/srv/server.py")), "server");
+        assert_eq!(default_name(&v("python3 /opt/srv/server.py")), "srv");
         assert_eq!(default_name(&v("/usr/local/bin/my-mcp --x")), "my-mcp");
         assert_eq!(default_name(&v("npx -y pkg@1.2.3")), "pkg");
     }
