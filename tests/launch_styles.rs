@@ -585,6 +585,35 @@ fn install_reports_exactly_which_entries_start() {
     );
     // Some entries do not start: install says so in its exit status.
     assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // `status --check` later: the same answer for the wrapped entries; an entry added by hand
+    // afterwards (not wrapped) is listed but never started, since it would run unconfined.
+    let mut text = std::fs::read_to_string(w.project().join(".mcp.json")).unwrap();
+    let marker = w.root.join("unwrapped-ran");
+    text = text.replacen(
+        "\"mcpServers\": {",
+        &format!(
+            "\"mcpServers\": {{\"later\": {{\"command\": \"sh\", \"args\": [\"-c\", \"touch {}\"]}},",
+            marker.display()
+        ),
+        1,
+    );
+    std::fs::write(w.project().join(".mcp.json"), text).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcpjail"))
+        .args(["status", "--check"])
+        .current_dir(w.project())
+        .env_clear()
+        .envs(w.env.iter().map(|(k, v)| (*k, v)))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(stderr.contains("start check: 6 of 8 start"), "{stderr}");
+    assert!(
+        stderr.contains("not checked") && stderr.contains("later"),
+        "{stderr}"
+    );
+    assert!(!marker.exists(), "status --check ran an unwrapped server");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
 }
 
 /// A server that writes its own dot-directory and an XDG cache at start-up (as

@@ -76,7 +76,8 @@ pub struct StatusArgs {
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
-    /// Launch each local server once, as its client would, and report whether it starts.
+    /// Launch each wrapped server once, as its client would, and report whether it starts
+    /// (unwrapped ones are listed, never started: they would run unconfined).
     #[arg(long)]
     pub check: bool,
     /// How long each entry may take to answer `initialize` with `--check`.
@@ -575,13 +576,24 @@ pub fn run_status(args: StatusArgs, global: &GlobalArgs) -> anyhow::Result<ExitC
         let targets: Vec<StartTarget> = scans
             .iter()
             .flat_map(|s| s.entries.iter())
-            .filter(|e| e.skipped.is_none())
+            // Only wrapped entries: an unwrapped one would run unconfined, which a status
+            // check must not do behind the user's back.
+            .filter(|e| e.skipped.is_none() && e.wrapped)
             .filter_map(|e| {
                 let mut argv = vec![e.command.clone()?];
                 argv.extend(e.args.iter().cloned());
                 Some(target_for(&host, &project, e, argv))
             })
             .collect();
+        let unwrapped: Vec<String> = scans
+            .iter()
+            .flat_map(|s| s.entries.iter())
+            .filter(|e| e.skipped.is_none() && !e.wrapped)
+            .map(|e| format!("{} › {}", display_path(&host, &e.file), e.name))
+            .collect();
+        for u in &unwrapped {
+            eprintln!("  not checked     {u} (not wrapped: starting it would run it unconfined; `mcpjail install` first)");
+        }
         let failing = report_starts(
             &targets,
             Duration::from_secs(args.check_timeout),
