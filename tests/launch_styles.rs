@@ -740,3 +740,41 @@ fn ordinary_strings_pass_and_real_paths_do_not() {
     let denial = jailed.denial(5).expect("file:///etc/passwd was forwarded");
     assert_eq!(denial["path"], "/etc/passwd", "{denial}");
 }
+
+/// `uv run` syncs its project outside the jail at every start: a server whose write scope
+/// holds its own project could plant code (a build hook in `pyproject.toml`) that runs
+/// unjailed next time. The jail says so, and `--require-full` refuses to start it.
+#[test]
+fn a_server_that_may_write_its_own_uv_project_is_not_fully_confined() {
+    use mcpjail::clients::startcheck::{check, StartOutcome, StartTarget};
+    let w = World::new();
+    let project = copy_project(&w, "uv-project");
+    let p = project.display().to_string();
+    let target = |extra: &[&str]| {
+        let mut argv = vec![PROXY.to_string(), "--name".into(), "uvp".into()];
+        argv.extend(extra.iter().map(|s| s.to_string()));
+        argv.extend(["--".into(), "uv".into(), "--directory".into(), p.clone()]);
+        argv.extend(["run".into(), "server.py".into(), p.clone()]);
+        StartTarget {
+            label: "uvp".into(),
+            argv,
+            env: w.env.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+            cwd: w.project(),
+        }
+    };
+    let limit = std::time::Duration::from_secs(60);
+    // It starts (the user chose this scope), with the warning in the log…
+    assert!(check(&target(&["--log"]), limit).started());
+    // …but it is not full confinement.
+    match check(&target(&["--require-full"]), limit) {
+        StartOutcome::Failed { reason } => {
+            assert!(reason.contains("narrower write scope"), "{reason}")
+        }
+        other => panic!("--require-full accepted a self-writable project: {other:?}"),
+    }
+    // The control: the same project with the notes elsewhere is fully confined.
+    let mut notes = target(&["--require-full"]);
+    let last = notes.argv.len() - 1;
+    notes.argv[last] = w.project().display().to_string();
+    assert!(check(&notes, limit).started());
+}

@@ -41,6 +41,10 @@ pub struct Launch {
     pub env: Vec<(String, String)>,
     /// The installed package tree (`…/_npx/<hash>/node_modules`, a uv environment).
     pub package_root: Option<PathBuf>,
+    /// The project a runner syncs outside the jail at every start (`uv run`'s directory): its
+    /// `pyproject.toml`, lock and build hooks run unjailed, so the server must not be able to
+    /// write them.
+    pub project_dir: Option<PathBuf>,
     /// What was resolved and how, for `--log`.
     pub notes: Vec<String>,
 }
@@ -71,6 +75,7 @@ pub fn resolve(
         cwd: cwd.to_path_buf(),
         env: Vec::new(),
         package_root: None,
+        project_dir: None,
         notes: Vec::new(),
     };
     match parsed.runner() {
@@ -596,6 +601,7 @@ fn resolve_uv_run(
     ));
     launch.command = command;
     launch.package_root = venv;
+    launch.project_dir = Some(launch.cwd.clone());
     for key in ["PATH", "VIRTUAL_ENV"] {
         if let Some(v) = probe.get(key) {
             launch.env.push((key.into(), v.to_string()));

@@ -374,11 +374,42 @@ pub fn prepare_with_env(
         });
     }
     if !launch.notes.is_empty() {
-        // What the launcher resolved outside the jail: shown with the layers in `--log`.
+        // What the launcher resolved outside the jail: shown with the layers in `--log`. If the
+        // server may write the code or the project the runner uses unjailed at the next start,
+        // the jail does not hold across restarts: say so, and let --require-full refuse.
+        let writable: Vec<&Path> = [
+            launch.package_root.as_deref(),
+            launch.project_dir.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|root| {
+            let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+            scope.write.iter().any(|w| root.starts_with(&w.path))
+        })
+        .collect();
+        let (enforcement, detail) = if writable.is_empty() {
+            (Enforcement::Fully, launch.notes.join("; "))
+        } else {
+            (
+                Enforcement::Partially,
+                format!(
+                    "{}; BUT the server may write {} (inside its write scope), which the runner \
+                     uses outside the jail at the next start: give the server a narrower write \
+                     scope that leaves its own code and project files out",
+                    launch.notes.join("; "),
+                    writable
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        };
         layers.push(LayerReport {
             layer: "launcher".into(),
-            enforcement: Enforcement::Fully,
-            detail: launch.notes.join("; "),
+            enforcement,
+            detail,
         });
     }
     let report = EnforcementReport { layers };
