@@ -277,8 +277,12 @@ pub fn prepare_with_env(
         // The jail's own runtime discovery is the authority for runtime paths: it is narrower
         // than a prefix guess (`<prefix>/bin/server` must not open all of `<prefix>`, which for
         // `~/.local/bin` or `~/.cargo/bin` would expose `~/.local/share` or cargo credentials).
+        // (Discovery's read grants may sit in the carve plan rather than in `grants`.)
         if entry.source == ScopeSource::Runtime
-            && !grants.iter().any(|g| entry.path.starts_with(&g.path))
+            && !grants
+                .iter()
+                .chain(rt.grants.iter())
+                .any(|g| entry.path.starts_with(&g.path))
         {
             notes.push(format!(
                 "runtime path {} from the policy not granted: the jail's runtime discovery does not \
