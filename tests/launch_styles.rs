@@ -758,7 +758,11 @@ fn a_server_that_may_write_its_own_uv_project_is_not_fully_confined() {
         StartTarget {
             label: "uvp".into(),
             argv,
-            env: w.env.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+            env: w
+                .env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
             cwd: w.project(),
         }
     };
