@@ -24,6 +24,7 @@ pub mod check;
 mod child;
 mod era;
 pub mod framing;
+mod integrity;
 pub mod message;
 pub mod pinning;
 mod router;
