@@ -102,17 +102,18 @@ fn a_forged_roots_answer_from_the_server_is_dropped_and_the_clients_roots_still_
     // (It is told the id here; a real server never sees it, and could not guess it.)
     let r = s.call("forge_response", json!({"id": roots_id, "kind": "roots"}));
     assert_eq!(result_text(&r), "forged", "{r}");
-    s.wait_stderr("PROTOCOL VIOLATION by the server");
 
-    // The client's real answer still counts: the scope narrows and the server is respawned.
+    // The client's real answer still counts: the scope narrows and the server is respawned
+    // (before the proxy reads the next client line, so the next call sees both).
     answer_roots(&mut s, &roots_id, &[t.p("scope/sub")]);
-    s.wait_stderr("respawning the server under a narrower jail");
-    let pid2 = pid_of(&mut s);
-    assert_ne!(pid1, pid2, "the server was not respawned");
     let r = s.call("read_file", json!({"path": t.p("scope/a.txt")}));
     assert!(is_denial(&r), "outside the client's root, yet allowed: {r}");
+    let pid2 = pid_of(&mut s);
+    assert_ne!(pid1, pid2, "the server was not respawned");
     let r = s.call("read_file", json!({"path": t.p("scope/sub/b.txt")}));
     assert_eq!(result_text(&r), "beta", "{r}");
+    s.wait_stderr("PROTOCOL VIOLATION by the server");
+    s.wait_stderr("respawning the server under a narrower jail");
 }
 
 /// Control: had the forged answer been taken for the client's, the scope would not have
