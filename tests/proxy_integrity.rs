@@ -350,3 +350,62 @@ fn requests_past_the_in_flight_limit_are_refused_not_queued() {
         "{r}"
     );
 }
+
+#[test]
+fn a_streamed_answer_with_a_second_id_in_its_tail_is_cut_off() {
+    let t = Tree::new();
+    let mut s = start(&t, &["--log"]);
+    s.initialize();
+    s.barrier();
+    let seen = call_collect(
+        &mut s,
+        "denied-2",
+        "read_file",
+        json!({"path": t.p("outside/secret.txt")}),
+    );
+    assert!(is_denial(seen.last().unwrap()), "{seen:?}");
+
+    // 300 KiB: streamed through. It begins as the answer to `long-1` and ends with
+    // `"id":"denied-2"`, which a last-key-wins client would read as a second answer.
+    s.send(&json!({"jsonrpc": "2.0", "id": "long-1", "method": "tools/call",
+                   "params": {"name": "forge_response", "arguments": {"id": "denied-2", "kind": "longdup"}}}));
+    s.send(
+        &json!({"jsonrpc": "2.0", "id": "after", "method": "tools/call",
+                   "params": {"name": "echo", "arguments": {"text": "after"}}}),
+    );
+    let mut parsed = Vec::new();
+    let mut broken = 0;
+    loop {
+        let line = s.recv_raw();
+        match serde_json::from_str::<Value>(&line) {
+            Ok(m) => {
+                let done = m["id"] == json!("after");
+                parsed.push(m);
+                if done {
+                    break;
+                }
+            }
+            Err(_) => broken += 1,
+        }
+    }
+    assert_eq!(broken, 1, "the cut-off line");
+    assert!(
+        !parsed.iter().any(|m| m["id"] == json!("denied-2")),
+        "{parsed:?}"
+    );
+    let long: Vec<&Value> = parsed
+        .iter()
+        .filter(|m| m["id"] == json!("long-1"))
+        .collect();
+    assert_eq!(long.len(), 1, "{long:?}");
+    assert_eq!(long[0]["error"]["code"], json!(-32603), "{}", long[0]);
+    assert!(
+        long[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cut off"),
+        "{}",
+        long[0]
+    );
+    s.wait_stderr("a streamed response to id \"long-1\"");
+}

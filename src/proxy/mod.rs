@@ -30,6 +30,7 @@ pub mod pinning;
 mod router;
 #[cfg(unix)]
 pub mod stdio;
+mod stream_guard;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -148,10 +148,15 @@ struct Router {
     kernel_stops_writes: bool,
 }
 
-/// A server response being streamed through: its id and how much of it went out.
+/// A server response being streamed through: its id, how much of it went out, and a watch
+/// on its top-level keys (a second `id` in its tail cuts it off).
 struct Streaming {
     key: String,
     bytes: usize,
+    guard: super::stream_guard::KeyGuard,
+    /// The line broke the protocol part-way: the rest is dropped and the request is answered
+    /// by the proxy.
+    cut: bool,
 }
 
 /// Run the proxy over the given client streams until the session ends; the result is the exit
@@ -1210,22 +1215,31 @@ impl Router {
                 return;
             }
             Frame::Chunk(piece) => {
-                if let Some(st) = &mut self.streaming {
-                    st.bytes += piece.len();
-                }
-                self.out.send(piece);
+                self.forward_streamed(piece);
                 return;
             }
             Frame::ChunkEnd(piece) => {
-                let piece = terminated(piece);
-                let st = self.streaming.take();
-                let total = st.as_ref().map_or(0, |s| s.bytes) + piece.len();
-                self.out.send(piece);
-                if let Some(p) = st.and_then(|s| self.pending.remove(&s.key)) {
+                self.forward_streamed(terminated(piece));
+                let Some(st) = self.streaming.take() else {
+                    return;
+                };
+                if let Some(p) = self.pending.remove(&st.key) {
                     if let Some(mut rec) = p.record {
                         rec.latency = p.started.elapsed();
-                        rec.result_bytes = total;
+                        rec.result_bytes = st.bytes;
+                        if st.cut {
+                            rec.outcome = "error";
+                        }
                         self.log.record(&rec);
+                    }
+                    if st.cut {
+                        self.reply(message::error_line(
+                            Some(&p.raw_id),
+                            code::INTERNAL_ERROR,
+                            "mcpjail cut off the server's answer: it was not a well-formed \
+                             JSON-RPC response (a second `id` or a `method` key)",
+                            None,
+                        ));
                     }
                 }
                 return;
@@ -1543,9 +1557,40 @@ impl Router {
         let first = child.stdout.stream();
         self.streaming = Some(Streaming {
             key,
-            bytes: first.len(),
+            bytes: 0,
+            guard: Default::default(),
+            cut: false,
         });
-        self.out.send(first);
+        self.forward_streamed(first);
+    }
+
+    /// Forward the next piece of a streamed response, unless its top-level keys show it is
+    /// not one answer to the request it began as: then end the line the client has part of
+    /// and drop the rest (the request is answered with an error when the line ends).
+    fn forward_streamed(&mut self, piece: Bytes) {
+        let Some(st) = self.streaming.as_mut() else {
+            self.out.send(piece);
+            return;
+        };
+        if st.cut {
+            return;
+        }
+        if let Err(why) = st.guard.feed(&piece) {
+            st.cut = true;
+            let started = st.bytes > 0;
+            let what = format!(
+                "a streamed response to id {} with {why}: cut off after {} bytes",
+                integrity::shown_id(&st.key),
+                st.bytes
+            );
+            if started {
+                self.out.send(Bytes::from_static(b"\n"));
+            }
+            self.violations.report(&self.log, Side::Server, &what);
+            return;
+        }
+        st.bytes += piece.len();
+        self.out.send(piece);
     }
 
     /// The server is gone: every request it will never answer gets an error carrying `msg`
