@@ -409,3 +409,47 @@ fn a_streamed_answer_with_a_second_id_in_its_tail_is_cut_off() {
     );
     s.wait_stderr("a streamed response to id \"long-1\"");
 }
+
+#[test]
+fn cancelled_requests_free_their_in_flight_slots() {
+    const LIMIT: usize = 4096;
+    let t = Tree::new();
+    let mut s = start(&t, &[]);
+    s.initialize();
+    s.barrier();
+    s.send(
+        &json!({"jsonrpc": "2.0", "id": "blk", "method": "tools/call",
+                   "params": {"name": "block", "arguments": {}}}),
+    );
+    s.wait_stderr("\"tool\":\"block\"");
+    for i in 1..LIMIT {
+        s.send(&json!({"jsonrpc": "2.0", "id": i, "method": "ping"}));
+    }
+    // The client gives up on ten of them: the server need not answer those.
+    for i in 1..=10 {
+        s.send(
+            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                       "params": {"requestId": i, "reason": "test"}}),
+        );
+    }
+    for i in 0..10 {
+        s.send(&json!({"jsonrpc": "2.0", "id": format!("new-{i}"), "method": "ping"}));
+    }
+    s.send(&json!({"jsonrpc": "2.0", "id": "one-too-many", "method": "ping"}));
+    let mut seen = Vec::new();
+    loop {
+        let m = s.recv();
+        let done = m["id"] == json!("one-too-many");
+        seen.push(m);
+        if done {
+            break;
+        }
+    }
+    let last = seen.last().unwrap();
+    assert_eq!(last["error"]["code"], json!(-32603), "{last}");
+    assert_eq!(
+        seen.len(),
+        1,
+        "a new request in a freed slot was refused: {seen:?}"
+    );
+}

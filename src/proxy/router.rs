@@ -108,6 +108,10 @@ struct Router {
     /// The proxy's own requests to the server, by id key (a fetch page, a replayed
     /// initialize: at most two at a time).
     own_to_server: HashMap<String, Own>,
+    /// Client requests the client cancelled (`notifications/cancelled`), oldest first, at most
+    /// [`integrity::MAX_PENDING`]: the server need not answer them, and a late answer is
+    /// dropped quietly instead of being counted as a violation.
+    cancelled: VecDeque<String>,
     /// The id key of the proxy's own `roots/list` to the client, while it is unanswered.
     own_roots: Option<String>,
     /// The client's roots changed while our `roots/list` was unanswered: ask once more.
@@ -228,6 +232,7 @@ where
         fetch_pages: 0,
         pending: HashMap::new(),
         own_to_server: HashMap::new(),
+        cancelled: VecDeque::new(),
         own_roots: None,
         roots_dirty: false,
         server_requests: HashMap::new(),
@@ -716,8 +721,30 @@ impl Router {
                 if method == "notifications/roots/list_changed" {
                     self.ask_roots();
                 }
+                if method == "notifications/cancelled" {
+                    if let Some(key) = cancelled_request(env.params) {
+                        self.on_client_cancelled(key);
+                    }
+                }
             }
         }
+    }
+
+    /// The client cancelled a request: the server may never answer it, so it no longer
+    /// counts against the in-flight limit.
+    fn on_client_cancelled(&mut self, key: String) {
+        let Some(p) = self.pending.remove(&key) else {
+            return;
+        };
+        if let Some(mut rec) = p.record {
+            rec.latency = p.started.elapsed();
+            rec.outcome = "cancelled";
+            self.log.record(&rec);
+        }
+        if self.cancelled.len() >= integrity::MAX_PENDING {
+            self.cancelled.pop_front();
+        }
+        self.cancelled.push_back(key);
     }
 
     fn refuse_malformed(&self, bad: &Malformed, id: Option<&str>) {
@@ -1171,13 +1198,11 @@ impl Router {
                    changed) before it answered; retry the request";
         self.fail_pending("server_restarted", msg, None);
         // The old server's own requests (roots/list) and our fetches to it are void.
-        if self.stale_server_requests.len() + self.server_requests.len()
-            > integrity::MAX_SERVER_REQUESTS
-        {
-            self.stale_server_requests.clear();
+        let voided: Vec<String> = self.server_requests.drain().map(|(k, _)| k).collect();
+        for key in voided {
+            self.remember_stale(key);
         }
-        self.stale_server_requests
-            .extend(self.server_requests.drain().map(|(k, _)| k));
+        self.cancelled.clear();
         let refetch = self.fetch_in_flight() || self.fetching.is_some();
         self.own_to_server.clear();
         self.fetching = None;
@@ -1268,6 +1293,14 @@ impl Router {
                 self.on_tools_changed(child);
                 return;
             }
+            if method == "notifications/cancelled" {
+                // The server gave up on one of its requests: the client need not answer it.
+                if let Some(key) = cancelled_request(env.params) {
+                    if self.server_requests.remove(&key).is_some() {
+                        self.remember_stale(key);
+                    }
+                }
+            }
             if let Some(id) = env.id {
                 let is_roots = method == "roots/list";
                 if !self.track_server_request(id, is_roots, child) {
@@ -1307,6 +1340,13 @@ impl Router {
             return;
         }
         let Some(p) = self.pending.remove(&key) else {
+            if let Some(i) = self.cancelled.iter().position(|k| *k == key) {
+                // Cancelled by the client: the answer is too late to matter (clients ignore
+                // it too).
+                self.cancelled.remove(i);
+                tracing::debug!("the server answered a cancelled request: dropped");
+                return;
+            }
             // Not a request the server was sent, or one it answered already: a forged or
             // duplicate answer (to a call the proxy denied or still holds, to the proxy's
             // roots/list, which went to the client) never reaches the client.
@@ -1473,6 +1513,14 @@ impl Router {
         self.stale_server_requests.remove(&key);
         self.server_requests.insert(key, is_roots);
         true
+    }
+
+    /// A server request the client may still answer, though no one is waiting any more.
+    fn remember_stale(&mut self, key: String) {
+        if self.stale_server_requests.len() >= integrity::MAX_SERVER_REQUESTS {
+            self.stale_server_requests.clear();
+        }
+        self.stale_server_requests.insert(key);
     }
 
     /// A `tools/call` result whose text reports a permission error on a path the jail does not
@@ -1650,6 +1698,10 @@ impl Router {
     ) {
         let data = failure_data(explanation);
         loop {
+            // A client that sends without reading: wait until it has read its answers.
+            while self.out.counter.over(OUT_CLIENT_HIGH_WATER) {
+                self.out.counter.drained.notified().await;
+            }
             let frame = tokio::select! {
                 _ = shutdown.cancelled() => return,
                 frame = client.next_frame() => frame,
@@ -1672,6 +1724,13 @@ impl Router {
             }
         }
     }
+}
+
+/// The id key of the request a `notifications/cancelled` names (`params.requestId`).
+fn cancelled_request(params: Option<&serde_json::value::RawValue>) -> Option<String> {
+    let params: Value = serde_json::from_str(params?.get()).ok()?;
+    let id = params.get("requestId")?;
+    (id.is_string() || id.is_number()).then(|| id.to_string())
 }
 
 /// `error.data` for a request the failed server will never answer.
