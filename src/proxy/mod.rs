@@ -14,6 +14,9 @@
 //!   for [`crate::sandbox::explain_failure`]; [`stdio`] — our stdin/stdout on the reactor;
 //! * [`pinning`] — tool pins: changed tools reported, hidden and refused (`--pin`);
 //! * `era` — what the proxy's own results must carry in each protocol era;
+//! * `integrity` — the proxy's own (random) request ids, the limits on every table and queue,
+//!   and how a peer that breaks the protocol is reported; `stream_guard` — the top-level keys
+//!   of a long answer forwarded while it arrives;
 //! * `router` — the connection: both directions, learning, holding, lifecycle; a server that
 //!   dies before answering gets every pending request answered with why (what the jail likely
 //!   refused and the flag for it), and a tool result that reports a permission error on a path
@@ -24,11 +27,13 @@ pub mod check;
 mod child;
 mod era;
 pub mod framing;
+mod integrity;
 pub mod message;
 pub mod pinning;
 mod router;
 #[cfg(unix)]
 pub mod stdio;
+mod stream_guard;
 
 use std::path::PathBuf;
 use std::time::Duration;

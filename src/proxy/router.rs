@@ -10,7 +10,13 @@
 //! judged before they are forwarded; anything that cannot be parsed or judged is answered with
 //! an error and never forwarded.
 //! server → client: responses are matched to pending requests (for learning `tools/list`,
-//! logging and answering in-flight requests if the server dies); everything else passes through.
+//! logging and answering in-flight requests if the server dies); a response that matches no
+//! request the server was sent, and a line that is not a JSON-RPC message, is dropped and
+//! reported (see [`super::integrity`]); requests and notifications pass through.
+//!
+//! Every table and queue here has a limit (see [`super::integrity`]); the queue to the client
+//! is bounded in bytes by backpressure (the server, then the client, is not read while it is
+//! full).
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -27,6 +33,7 @@ use super::audit::{CallLog, CallRecord};
 use super::check::{self, Refusal, Verdict};
 use super::child::{exit_code, ServerChild};
 use super::framing::{Frame, FramedReader};
+use super::integrity::{self, Side, Violations};
 use super::message::{self, code, Envelope, Malformed};
 use super::pinning::Pinning;
 use super::{DenyMode, ProxyConfig, ProxyError};
@@ -63,13 +70,12 @@ struct Pending {
     record: Option<CallRecord>,
 }
 
-/// What one of the proxy's own requests was for.
-#[derive(Debug)]
+/// What one of the proxy's own requests to the server was for. (Its one request to the
+/// client, `roots/list`, is [`Router::own_roots`]: the two directions never share a table.)
+#[derive(Debug, PartialEq, Eq)]
 enum Own {
     /// A page of the proxy's `tools/list` fetch.
     ToolsList,
-    /// The proxy's own `roots/list` to the client.
-    RootsList,
     /// The client's `initialize`, replayed to a respawned server.
     ReplayInit,
 }
@@ -84,16 +90,43 @@ struct Router {
     tools: HashMap<String, ToolInfo>,
     /// A `tools/list` result (ours or the client's) has been seen.
     tools_learned: bool,
-    /// Our own fetch is in flight (since when).
+    /// Calls wait for our own fetch (since when: the first page of the first fetch, so a
+    /// server that keeps changing its list cannot hold calls past [`FETCH_TIMEOUT`]).
     fetching: Option<Instant>,
     /// Our fetch failed: judge by value heuristics rather than wait again.
     fetch_failed: bool,
+    /// `tools/list_changed` arrived while our fetch was in flight: fetch once more after it
+    /// (however many arrived — a storm costs two fetches, not one per notification).
+    tools_dirty: bool,
+    /// How many `tools/list_changed` the current fetch absorbed (for one loud log line).
+    coalesced: u64,
+    /// Pages of the current fetch (at most [`integrity::MAX_FETCH_PAGES`]).
+    fetch_pages: usize,
+    /// Client requests forwarded to the server, not answered yet (at most
+    /// [`integrity::MAX_PENDING`]). The only ids a server response may carry.
     pending: HashMap<String, Pending>,
-    own: HashMap<String, Own>,
-    own_prefix: String,
-    own_counter: u64,
-    /// Client frames held (in order) until the tool list is known.
+    /// The proxy's own requests to the server, by id key (a fetch page, a replayed
+    /// initialize: at most two at a time).
+    own_to_server: HashMap<String, Own>,
+    /// Client requests the client cancelled (`notifications/cancelled`), oldest first, at most
+    /// [`integrity::MAX_PENDING`]: the server need not answer them, and a late answer is
+    /// dropped quietly instead of being counted as a violation.
+    cancelled: VecDeque<String>,
+    /// The id key of the proxy's own `roots/list` to the client, while it is unanswered.
+    own_roots: Option<String>,
+    /// The client's roots changed while our `roots/list` was unanswered: ask once more.
+    roots_dirty: bool,
+    /// Server→client requests the client has not answered, by id key → "is a roots/list"
+    /// (at most [`integrity::MAX_SERVER_REQUESTS`]). The only ids a client response may carry.
+    server_requests: HashMap<String, bool>,
+    /// Ids of requests of a server that was replaced: the client's late answers are dropped
+    /// quietly (they are not violations; there is just no one left to give them to).
+    stale_server_requests: std::collections::HashSet<String>,
+    /// Client frames held (in order) until the tool list is known, and their total size
+    /// (at most [`integrity::MAX_HELD`] / [`integrity::MAX_HELD_BYTES`]).
     held: VecDeque<Bytes>,
+    held_bytes: usize,
+    violations: Violations,
     /// The `_meta` of the client's latest request, for stateless-era (2026-07-28) requests of
     /// our own, which must carry the protocol version and client capabilities.
     client_meta: Option<Value>,
@@ -102,8 +135,6 @@ struct Router {
     init_params: Option<Value>,
     /// The client advertised the `roots` capability: the proxy may ask it for its roots.
     client_roots: bool,
-    /// Ids of the server's own `roots/list` requests, whose answers the proxy reads too.
-    server_roots_requests: std::collections::HashSet<String>,
     /// A respawned server is being re-initialised: client messages wait.
     paused: bool,
     /// A narrower scope the client's roots asked for; the run loop respawns the server.
@@ -121,10 +152,15 @@ struct Router {
     kernel_stops_writes: bool,
 }
 
-/// A server response being streamed through: its id and how much of it went out.
+/// A server response being streamed through: its id, how much of it went out, and a watch
+/// on its top-level keys (a second `id` in its tail cuts it off).
 struct Streaming {
     key: String,
     bytes: usize,
+    guard: super::stream_guard::KeyGuard,
+    /// The line broke the protocol part-way: the rest is dropped and the request is answered
+    /// by the proxy.
+    cut: bool,
 }
 
 /// Run the proxy over the given client streams until the session ends; the result is the exit
@@ -177,14 +213,6 @@ where
     let mut client = FramedReader::new(client_in, config.max_line_bytes);
     let command_line = config.command.join(" ");
 
-    let nonce = format!(
-        "{:x}{:x}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0)
-    );
     let mut router = Router {
         ctx: ResolveContext {
             cwd: config.cwd.clone(),
@@ -199,16 +227,23 @@ where
         tools_learned: false,
         fetching: None,
         fetch_failed: false,
+        tools_dirty: false,
+        coalesced: 0,
+        fetch_pages: 0,
         pending: HashMap::new(),
-        own: HashMap::new(),
-        own_prefix: format!("mcpjail-{nonce}-"),
-        own_counter: 0,
+        own_to_server: HashMap::new(),
+        cancelled: VecDeque::new(),
+        own_roots: None,
+        roots_dirty: false,
+        server_requests: HashMap::new(),
+        stale_server_requests: Default::default(),
         held: VecDeque::new(),
+        held_bytes: 0,
+        violations: Violations::default(),
         client_meta: None,
         saw_initialize: false,
         init_params: None,
         client_roots: false,
-        server_roots_requests: Default::default(),
         paused: false,
         respawn: None,
         refetch_after_replay: false,
@@ -260,7 +295,9 @@ where
                 child.close_stdin();
                 deadline = Some((Instant::now() + grace, 0));
             }
-            frame = client.next_frame(), if !client_eof => {
+            // A client that sends but does not read is not read either, past a larger mark:
+            // the proxy's own answers to it are queued too.
+            frame = client.next_frame(), if !client_eof && !counter.over(OUT_CLIENT_HIGH_WATER) => {
                 match frame {
                     Ok(Some(frame)) => router.on_client_frame(frame, &mut child),
                     Ok(None) | Err(_) => {
@@ -315,6 +352,7 @@ where
         }
         if let Some(scope) = router.respawn.take() {
             if let Some(old) = router.respawn_server(scope, &mut child) {
+                reapers.retain(|r: &tokio::task::JoinHandle<()>| !r.is_finished());
                 reapers.push(tokio::spawn(reap(old, grace)));
             }
         }
@@ -380,6 +418,10 @@ async fn sleep_until_opt(at: Option<Instant>) {
 /// Above this many bytes queued for the client, the server is not read.
 const OUT_HIGH_WATER: usize = 1024 * 1024;
 
+/// Above this many bytes queued for the client, the client is not read either (its own
+/// answers pile up otherwise). Reading resumes below [`OUT_HIGH_WATER`].
+const OUT_CLIENT_HIGH_WATER: usize = 8 * 1024 * 1024;
+
 /// Bytes queued for the client, shared by the router (adds) and the writer (subtracts).
 #[derive(Clone)]
 struct OutCounter {
@@ -389,7 +431,11 @@ struct OutCounter {
 
 impl OutCounter {
     fn backlogged(&self) -> bool {
-        self.queued.load(Ordering::Relaxed) >= OUT_HIGH_WATER
+        self.over(OUT_HIGH_WATER)
+    }
+
+    fn over(&self, mark: usize) -> bool {
+        self.queued.load(Ordering::Relaxed) >= mark
     }
 
     fn written(&self, n: usize) {
@@ -458,9 +504,43 @@ impl Router {
         self.out.send(Bytes::from(line));
     }
 
-    fn next_own_id(&mut self) -> String {
-        self.own_counter += 1;
-        format!("{}{}", self.own_prefix, self.own_counter)
+    /// Keep a client frame for later, in order; a full queue refuses it (fail closed).
+    fn hold(&mut self, line: Bytes) {
+        if self.held.len() >= integrity::MAX_HELD
+            || self.held_bytes + line.len() > integrity::MAX_HELD_BYTES
+        {
+            let msg = format!(
+                "mcpjail is holding {} messages ({} bytes) while it learns the server's tools \
+                 or restarts it, its limit; this one was refused: retry it later",
+                self.held.len(),
+                self.held_bytes
+            );
+            match message::parse_envelope(Frame::content(&line)) {
+                Ok(env) if env.method.is_some() && env.id.is_some() => {
+                    tracing::warn!("{msg}");
+                    self.reply(message::error_line(
+                        env.id.map(|id| id.get()),
+                        code::INTERNAL_ERROR,
+                        &msg,
+                        None,
+                    ));
+                }
+                _ => tracing::error!("{msg} (a notification or response: dropped)"),
+            }
+            return;
+        }
+        self.held_bytes += line.len();
+        self.held.push_back(line);
+    }
+
+    fn take_held(&mut self) -> Vec<Bytes> {
+        self.held_bytes = 0;
+        self.held.drain(..).collect()
+    }
+
+    /// Is one of our `tools/list` pages in flight at the server?
+    fn fetch_in_flight(&self) -> bool {
+        self.own_to_server.values().any(|o| *o == Own::ToolsList)
     }
 
     // ---------------------------------------------------------------- client → server
@@ -488,7 +568,7 @@ impl Router {
         if self.paused || !self.held.is_empty() {
             // Keep the client's order: nothing overtakes a held call, and nothing reaches a
             // server that is still being re-initialised after a respawn.
-            self.held.push_back(line);
+            self.hold(line);
             return;
         }
         let content = Frame::content(&line);
@@ -511,31 +591,83 @@ impl Router {
                 return;
             }
             let key = env.id.map(message::id_key).unwrap_or_default();
-            if let Some(Own::RootsList) = self.own.get(&key) {
-                self.own.remove(&key);
+            if self.own_roots.as_deref() == Some(key.as_str()) {
+                // The answer to the proxy's own roots/list (which only the client was sent).
+                self.own_roots = None;
                 if let Some(result) = env.result {
                     self.on_roots(result.get());
                 }
+                if std::mem::take(&mut self.roots_dirty) {
+                    self.ask_roots();
+                }
                 return;
             }
-            child.send(terminated(line.clone()));
-            if self.server_roots_requests.remove(&key) {
-                if let Some(result) = env.result {
-                    self.on_roots(result.get());
+            match self.server_requests.remove(&key) {
+                Some(is_roots) => {
+                    child.send(terminated(line.clone()));
+                    if is_roots {
+                        if let Some(result) = env.result {
+                            self.on_roots(result.get());
+                        }
+                    }
+                }
+                None if self.stale_server_requests.remove(&key) => {
+                    tracing::debug!("the client answered a request of a replaced server: dropped");
+                }
+                None => {
+                    let id = integrity::shown_id(raw_id.as_deref().unwrap_or("null"));
+                    self.violations.report(
+                        &self.log,
+                        Side::Client,
+                        &format!("a response to id {id}, which no server request is waiting for: dropped"),
+                    );
                 }
             }
             return;
         };
         let method = method.to_string();
         if let Some(id) = env.id {
-            if self.own.contains_key(&message::id_key(id)) {
-                self.refuse_malformed(
-                    &Malformed::Invalid(format!(
+            // A response from the server is matched by id alone: an id that is already in
+            // flight (ours or the client's), or too long to keep, cannot be told apart.
+            let refused = if id.get().len() > integrity::MAX_ID_BYTES {
+                Some(format!(
+                    "a request id of {} bytes is over the proxy's limit of {} bytes",
+                    id.get().len(),
+                    integrity::MAX_ID_BYTES
+                ))
+            } else {
+                let key = message::id_key(id);
+                if self.own_to_server.contains_key(&key) {
+                    Some(format!(
                         "request id {} is in use by the proxy; use another id",
                         id.get()
-                    )),
-                    raw_id.as_deref(),
+                    ))
+                } else if self.pending.contains_key(&key) {
+                    Some(format!(
+                        "request id {} is still in flight; use another id",
+                        id.get()
+                    ))
+                } else {
+                    None
+                }
+            };
+            if let Some(why) = refused {
+                self.refuse_malformed(&Malformed::Invalid(why), raw_id.as_deref());
+                return;
+            }
+            if self.pending.len() >= integrity::MAX_PENDING {
+                let msg = format!(
+                    "mcpjail has {} requests in flight at the server, its limit; this one was \
+                     refused: retry it once earlier ones are answered",
+                    self.pending.len()
                 );
+                tracing::warn!("{msg}");
+                self.reply(message::error_line(
+                    raw_id.as_deref(),
+                    code::INTERNAL_ERROR,
+                    &msg,
+                    None,
+                ));
                 return;
             }
         }
@@ -590,8 +722,30 @@ impl Router {
                 if method == "notifications/roots/list_changed" {
                     self.ask_roots();
                 }
+                if method == "notifications/cancelled" {
+                    if let Some(key) = cancelled_request(env.params) {
+                        self.on_client_cancelled(key);
+                    }
+                }
             }
         }
+    }
+
+    /// The client cancelled a request: the server may never answer it, so it no longer
+    /// counts against the in-flight limit.
+    fn on_client_cancelled(&mut self, key: String) {
+        let Some(p) = self.pending.remove(&key) else {
+            return;
+        };
+        if let Some(mut rec) = p.record {
+            rec.latency = p.started.elapsed();
+            rec.outcome = "cancelled";
+            self.log.record(&rec);
+        }
+        if self.cancelled.len() >= integrity::MAX_PENDING {
+            self.cancelled.pop_front();
+        }
+        self.cancelled.push_back(key);
     }
 
     fn refuse_malformed(&self, bad: &Malformed, id: Option<&str>) {
@@ -656,7 +810,7 @@ impl Router {
                 && (self.fetching.is_some() || !self.tools_learned)
             {
                 // Judge it with the schema, not guesses: wait for the tool list.
-                self.held.push_back(line);
+                self.hold(line);
                 self.start_fetch(child);
                 return;
             }
@@ -853,9 +1007,10 @@ impl Router {
         self.reply(line);
     }
 
-    /// Ask the server for its tools with a proxy-owned id (answered to the proxy only).
+    /// Ask the server for its tools with a proxy-owned id (answered to the proxy only),
+    /// unless a fetch is already in flight: there is never more than one.
     fn start_fetch(&mut self, child: &mut ServerChild) {
-        if self.fetching.is_some() {
+        if self.fetch_in_flight() {
             return;
         }
         self.fetch_page(None, child);
@@ -864,8 +1019,10 @@ impl Router {
     fn fetch_page(&mut self, cursor: Option<Value>, child: &mut ServerChild) {
         if cursor.is_none() {
             self.pinning.begin_own_listing();
+            self.fetch_pages = 0;
         }
-        let id = self.next_own_id();
+        self.fetch_pages += 1;
+        let id = integrity::own_id();
         let mut params = serde_json::Map::new();
         if let Some(cursor) = cursor {
             params.insert("cursor".into(), cursor);
@@ -878,15 +1035,15 @@ impl Router {
         let req = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params});
         let mut line = req.to_string().into_bytes();
         line.push(b'\n');
-        self.own
+        self.own_to_server
             .insert(Value::String(id).to_string(), Own::ToolsList);
-        self.fetching = Some(Instant::now());
+        self.fetching.get_or_insert_with(Instant::now);
         child.send(Bytes::from(line));
     }
 
     /// Re-run held client frames now that the tool list is known (or will not be).
     fn release_held(&mut self, child: &mut ServerChild) {
-        let held: Vec<Bytes> = self.held.drain(..).collect();
+        let held = self.take_held();
         // Each frame is judged again; one that still has to wait goes back into the queue, and
         // everything after it queues behind it, so the client's order is kept.
         for line in held {
@@ -902,6 +1059,21 @@ impl Router {
             self.pinning
                 .observe_page(tools, own, next.is_none(), &self.log);
             for tool in tools {
+                if let Some(name) = tool.get("name").and_then(Value::as_str) {
+                    if self.tools.len() >= integrity::MAX_TOOLS && !self.tools.contains_key(name) {
+                        self.violations.report(
+                            &self.log,
+                            Side::Server,
+                            &format!(
+                                "more than {} tools listed; `{}` and later new tools are \
+                                 judged by their values only",
+                                integrity::MAX_TOOLS,
+                                integrity::shown_id(name)
+                            ),
+                        );
+                        continue;
+                    }
+                }
                 if let Some(mut info) = ToolInfo::from_tool(tool) {
                     // A policy file's read-only marking holds whatever the server says.
                     if self.config.read_only_tools.contains(&info.name) {
@@ -920,14 +1092,18 @@ impl Router {
 
     // ---------------------------------------------------------------- client roots
 
-    /// Ask the client for its roots (only if it said it has them), with a proxy-owned id.
+    /// Ask the client for its roots (only if it said it has them), with a proxy-owned id —
+    /// once at a time: asked again while unanswered, it asks once more after the answer.
     fn ask_roots(&mut self) {
         if !self.client_roots {
             return;
         }
-        let id = self.next_own_id();
-        self.own
-            .insert(Value::String(id.clone()).to_string(), Own::RootsList);
+        if self.own_roots.is_some() {
+            self.roots_dirty = true;
+            return;
+        }
+        let id = integrity::own_id();
+        self.own_roots = Some(Value::String(id.clone()).to_string());
         self.reply(
             format!(
                 "{}\n",
@@ -1014,12 +1190,18 @@ impl Router {
                    changed) before it answered; retry the request";
         self.fail_pending("server_restarted", msg, None);
         // The old server's own requests (roots/list) and our fetches to it are void.
-        self.server_roots_requests.clear();
-        self.own.retain(|_, o| matches!(o, Own::RootsList));
-        let refetch = self.fetching.take().is_some();
+        let voided: Vec<String> = self.server_requests.drain().map(|(k, _)| k).collect();
+        for key in voided {
+            self.remember_stale(key);
+        }
+        self.cancelled.clear();
+        let refetch = self.fetch_in_flight() || self.fetching.is_some();
+        self.own_to_server.clear();
+        self.fetching = None;
+        self.tools_dirty = false;
         if let Some(params) = self.init_params.clone() {
-            let id = self.next_own_id();
-            self.own
+            let id = integrity::own_id();
+            self.own_to_server
                 .insert(Value::String(id.clone()).to_string(), Own::ReplayInit);
             let req = json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": params});
             child.send(Bytes::from(format!("{req}\n").into_bytes()));
@@ -1050,22 +1232,31 @@ impl Router {
                 return;
             }
             Frame::Chunk(piece) => {
-                if let Some(st) = &mut self.streaming {
-                    st.bytes += piece.len();
-                }
-                self.out.send(piece);
+                self.forward_streamed(piece);
                 return;
             }
             Frame::ChunkEnd(piece) => {
-                let piece = terminated(piece);
-                let st = self.streaming.take();
-                let total = st.as_ref().map_or(0, |s| s.bytes) + piece.len();
-                self.out.send(piece);
-                if let Some(p) = st.and_then(|s| self.pending.remove(&s.key)) {
+                self.forward_streamed(terminated(piece));
+                let Some(st) = self.streaming.take() else {
+                    return;
+                };
+                if let Some(p) = self.pending.remove(&st.key) {
                     if let Some(mut rec) = p.record {
                         rec.latency = p.started.elapsed();
-                        rec.result_bytes = total;
+                        rec.result_bytes = st.bytes;
+                        if st.cut {
+                            rec.outcome = "error";
+                        }
                         self.log.record(&rec);
+                    }
+                    if st.cut {
+                        self.reply(message::error_line(
+                            Some(&p.raw_id),
+                            code::INTERNAL_ERROR,
+                            "mcpjail cut off the server's answer: it was not a well-formed \
+                             JSON-RPC response (a second `id` or a `method` key)",
+                            None,
+                        ));
                     }
                 }
                 return;
@@ -1074,55 +1265,55 @@ impl Router {
         };
         let env = match message::parse_envelope(Frame::content(&line)) {
             Ok(env) => env,
-            Err(_) => {
-                // Not ours to judge: the client sees exactly what the server sent.
-                self.out.send(terminated(line));
+            Err(bad) => {
+                // A line the proxy cannot route could still be read by the client as an
+                // answer (two `id` keys, say): it does not pass.
+                self.violations.report(
+                    &self.log,
+                    Side::Server,
+                    &format!(
+                        "a line that is not a JSON-RPC message ({}): dropped",
+                        bad.message()
+                    ),
+                );
                 return;
             }
         };
         if let Some(method) = env.method.as_deref() {
             if method == "notifications/tools/list_changed" {
                 self.out.send(terminated(line.clone()));
-                self.fetching = None;
-                self.fetch_failed = false;
-                self.start_fetch(child);
+                self.on_tools_changed(child);
                 return;
             }
-            if method == "roots/list" {
-                if let Some(id) = env.id {
-                    self.server_roots_requests.insert(message::id_key(id));
+            if method == "notifications/cancelled" {
+                // The server gave up on one of its requests: the client need not answer it.
+                if let Some(key) = cancelled_request(env.params) {
+                    if self.server_requests.remove(&key).is_some() {
+                        self.remember_stale(key);
+                    }
+                }
+            }
+            if let Some(id) = env.id {
+                let is_roots = method == "roots/list";
+                if !self.track_server_request(id, is_roots, child) {
+                    return;
                 }
             }
             self.out.send(terminated(line.clone()));
             return;
         }
         let Some(id) = env.id else {
-            self.out.send(terminated(line.clone()));
+            self.violations.report(
+                &self.log,
+                Side::Server,
+                "a message with neither a method nor an id: dropped",
+            );
             return;
         };
         let key = message::id_key(id);
-        if let Some(own) = self.own.remove(&key) {
+        if let Some(own) = self.own_to_server.remove(&key) {
             match own {
-                Own::ToolsList => {
-                    let next = match env.result {
-                        Some(result) => self.learn_tools(result.get(), true),
-                        None => {
-                            tracing::warn!("the server refused the proxy's tools/list; judging calls by their values");
-                            self.fetch_failed = true;
-                            None
-                        }
-                    };
-                    match next {
-                        Some(cursor) if !self.fetch_failed => {
-                            self.fetching = None;
-                            self.fetch_page(Some(cursor), child);
-                        }
-                        _ => {
-                            self.fetching = None;
-                            self.release_held(child);
-                        }
-                    }
-                }
+                Own::ToolsList => self.on_own_tools_page(env.result.map(|r| r.get()), child),
                 Own::ReplayInit => {
                     if env.error.is_some() {
                         tracing::error!("the respawned server refused the replayed initialize");
@@ -1137,14 +1328,34 @@ impl Router {
                     }
                     self.release_held(child);
                 }
-                Own::RootsList => {}
             }
             return;
         }
-        let pending = self.pending.remove(&key);
-        let discover_done = matches!(&pending, Some(p) if p.kind == Kind::Discover);
+        let Some(p) = self.pending.remove(&key) else {
+            if let Some(i) = self.cancelled.iter().position(|k| *k == key) {
+                // Cancelled by the client: the answer is too late to matter (clients ignore
+                // it too).
+                self.cancelled.remove(i);
+                tracing::debug!("the server answered a cancelled request: dropped");
+                return;
+            }
+            // Not a request the server was sent, or one it answered already: a forged or
+            // duplicate answer (to a call the proxy denied or still holds, to the proxy's
+            // roots/list, which went to the client) never reaches the client.
+            self.violations.report(
+                &self.log,
+                Side::Server,
+                &format!(
+                    "a response to id {}, which is not a request the server was sent and has \
+                     not answered: dropped",
+                    integrity::shown_id(id.get())
+                ),
+            );
+            return;
+        };
+        let discover_done = p.kind == Kind::Discover;
         let mut rewritten = None;
-        if let Some(p) = pending {
+        {
             if p.kind == Kind::ToolsList {
                 if let Some(result) = env.result {
                     let _ = self.learn_tools(result.get(), false);
@@ -1175,6 +1386,133 @@ impl Router {
         if discover_done && !self.saw_initialize && !self.tools_learned {
             self.start_fetch(child);
         }
+    }
+
+    /// `notifications/tools/list_changed`: fetch the list again — or, with a fetch in flight,
+    /// once more after it, however many notifications arrive meanwhile.
+    fn on_tools_changed(&mut self, child: &mut ServerChild) {
+        self.fetch_failed = false;
+        if self.fetch_in_flight() {
+            self.tools_dirty = true;
+            self.coalesced += 1;
+            return;
+        }
+        self.fetching = None;
+        self.fetch_page(None, child);
+    }
+
+    /// A page of our own tools/list (`None`: the server refused it).
+    fn on_own_tools_page(&mut self, result: Option<&str>, child: &mut ServerChild) {
+        let next = match result {
+            Some(result) => self.learn_tools(result, true),
+            None => {
+                tracing::warn!(
+                    "the server refused the proxy's tools/list; judging calls by their values"
+                );
+                self.fetch_failed = true;
+                None
+            }
+        };
+        if std::mem::take(&mut self.tools_dirty) {
+            // The list changed while this fetch was in flight: start over, once. Calls keep
+            // waiting, but no longer than FETCH_TIMEOUT from the first fetch.
+            if self.coalesced >= 1000 {
+                self.violations.report(
+                    &self.log,
+                    Side::Server,
+                    &format!(
+                        "{} tools/list_changed notifications during one tools/list fetch \
+                         (coalesced into one more fetch)",
+                        self.coalesced
+                    ),
+                );
+            }
+            self.coalesced = 0;
+            self.fetch_failed = false;
+            self.fetch_page(None, child);
+            return;
+        }
+        match next {
+            Some(_) if self.fetch_pages >= integrity::MAX_FETCH_PAGES => {
+                self.violations.report(
+                    &self.log,
+                    Side::Server,
+                    &format!(
+                        "its tool list goes on past {} pages: the rest is not fetched",
+                        integrity::MAX_FETCH_PAGES
+                    ),
+                );
+                self.fetching = None;
+                self.release_held(child);
+            }
+            Some(cursor) if !self.fetch_failed => self.fetch_page(Some(cursor), child),
+            _ => {
+                self.fetching = None;
+                self.release_held(child);
+            }
+        }
+    }
+
+    /// A server→client request: remember its id so only the client's answer to it goes back.
+    /// `false`: it was refused (and reported) and must not be forwarded.
+    fn track_server_request(
+        &mut self,
+        id: &serde_json::value::RawValue,
+        is_roots: bool,
+        child: &mut ServerChild,
+    ) -> bool {
+        if id.get().len() > integrity::MAX_ID_BYTES {
+            self.violations.report(
+                &self.log,
+                Side::Server,
+                &format!(
+                    "a request id of {} bytes (limit {}): dropped",
+                    id.get().len(),
+                    integrity::MAX_ID_BYTES
+                ),
+            );
+            return false;
+        }
+        let key = message::id_key(id);
+        if self.server_requests.contains_key(&key) || self.own_roots.as_ref() == Some(&key) {
+            self.violations.report(
+                &self.log,
+                Side::Server,
+                &format!(
+                    "a request with id {}, which is already in flight to the client: dropped",
+                    integrity::shown_id(id.get())
+                ),
+            );
+            return false;
+        }
+        if self.server_requests.len() >= integrity::MAX_SERVER_REQUESTS {
+            self.violations.report(
+                &self.log,
+                Side::Server,
+                &format!(
+                    "more than {} requests to the client unanswered: refused",
+                    integrity::MAX_SERVER_REQUESTS
+                ),
+            );
+            child.send(Bytes::from(message::error_line(
+                Some(id.get()),
+                code::INTERNAL_ERROR,
+                "mcpjail: too many requests to the client are unanswered; retry later",
+                None,
+            )));
+            return false;
+        }
+        self.stale_server_requests.remove(&key);
+        self.server_requests.insert(key, is_roots);
+        true
+    }
+
+    /// A server request the client may still answer, though no one is waiting any more.
+    fn remember_stale(&mut self, key: String) {
+        if self.stale_server_requests.len() >= integrity::MAX_SERVER_REQUESTS {
+            self.stale_server_requests.clear();
+        }
+        self.stale_server_requests.insert(key);
     }
 
     /// A `tools/call` result whose text reports a permission error on a path the jail does not
@@ -1251,25 +1589,55 @@ impl Router {
             Ok(v) => v.to_string(),
             Err(_) => return,
         };
-        if self.own.contains_key(&key) {
-            return;
-        }
-        if matches!(self.pending.get(&key), Some(p) if p.kind == Kind::ToolsList) {
+        // Only an answer to a client request the server was sent streams; anything else
+        // (ours, a tools/list to learn from, an id nobody is waiting for) is read whole.
+        if !matches!(self.pending.get(&key), Some(p) if p.kind != Kind::ToolsList) {
             return;
         }
         let first = child.stdout.stream();
         self.streaming = Some(Streaming {
             key,
-            bytes: first.len(),
+            bytes: 0,
+            guard: Default::default(),
+            cut: false,
         });
-        self.out.send(first);
+        self.forward_streamed(first);
+    }
+
+    /// Forward the next piece of a streamed response, unless its top-level keys show it is
+    /// not one answer to the request it began as: then end the line the client has part of
+    /// and drop the rest (the request is answered with an error when the line ends).
+    fn forward_streamed(&mut self, piece: Bytes) {
+        let Some(st) = self.streaming.as_mut() else {
+            self.out.send(piece);
+            return;
+        };
+        if st.cut {
+            return;
+        }
+        if let Err(why) = st.guard.feed(&piece) {
+            st.cut = true;
+            let started = st.bytes > 0;
+            let what = format!(
+                "a streamed response to id {} with {why}: cut off after {} bytes",
+                integrity::shown_id(&st.key),
+                st.bytes
+            );
+            if started {
+                self.out.send(Bytes::from_static(b"\n"));
+            }
+            self.violations.report(&self.log, Side::Server, &what);
+            return;
+        }
+        st.bytes += piece.len();
+        self.out.send(piece);
     }
 
     /// The server is gone: every request it will never answer gets an error carrying `msg`
     /// and, under `data`, the explanation's details.
     fn fail_in_flight(&mut self, msg: &str, explanation: &crate::sandbox::Explanation) {
         let data = failure_data(explanation);
-        let held: Vec<Bytes> = self.held.drain(..).collect();
+        let held = self.take_held();
         for line in held {
             if let Ok(env) = message::parse_envelope(Frame::content(&line)) {
                 if let (Some(id), Some(_)) = (env.id, env.method.as_deref()) {
@@ -1322,6 +1690,10 @@ impl Router {
     ) {
         let data = failure_data(explanation);
         loop {
+            // A client that sends without reading: wait until it has read its answers.
+            while self.out.counter.over(OUT_CLIENT_HIGH_WATER) {
+                self.out.counter.drained.notified().await;
+            }
             let frame = tokio::select! {
                 _ = shutdown.cancelled() => return,
                 frame = client.next_frame() => frame,
@@ -1344,6 +1716,13 @@ impl Router {
             }
         }
     }
+}
+
+/// The id key of the request a `notifications/cancelled` names (`params.requestId`).
+fn cancelled_request(params: Option<&serde_json::value::RawValue>) -> Option<String> {
+    let params: Value = serde_json::from_str(params?.get()).ok()?;
+    let id = params.get("requestId")?;
+    (id.is_string() || id.is_number()).then(|| id.to_string())
 }
 
 /// `error.data` for a request the failed server will never answer.
