@@ -216,6 +216,9 @@ fn forged_answers_to_denied_unsent_or_answered_requests_never_reach_the_client()
             .any(|m| m.to_string().contains("fixture-decoy")),
         "{after:?}"
     );
+    // The proxy's stderr is read on another thread: wait for the fourth report, then check
+    // there is no fifth.
+    s.wait_stderr("PROTOCOL VIOLATION by the server (#4)");
     let violations = s
         .stderr
         .lock()
