@@ -242,16 +242,11 @@ pub fn always_denied(home: Option<&Path>) -> Vec<String> {
         "**/.git-credentials",
         "**/.npmrc",
         "**/.pypirc",
-        // MCP client configs (they hold other servers' commands and tokens).
-        "**/.mcp.json",
-        "**/.vscode/mcp.json",
-        "**/.cursor/mcp.json",
-        "**/claude_desktop_config.json",
-        "**/.claude/settings*.json",
-        "**/.gemini/settings.json",
-        "**/.codeium/windsurf/mcp_config.json",
     ]
     .iter()
+    // MCP client configs (they hold other servers' commands and tokens): one table, see
+    // `policy::deny`.
+    .chain(super::deny::CLIENT_CONFIGS)
     .map(|s| s.to_string())
     .collect();
     if let Some(home) = home {
@@ -267,11 +262,7 @@ pub fn always_denied(home: Option<&Path>) -> Vec<String> {
             ".config/gcloud",
             ".config/gh",
             ".password-store",
-            ".claude.json",
-            ".codex/config.toml",
             ".config/Claude",
-            ".config/Code/User/mcp.json",
-            ".config/zed/settings.json",
         ] {
             out.push(esc(rel));
         }

@@ -10,6 +10,7 @@
 //! * [`detect`] — which tool arguments carry paths (schema names, `format`, value heuristics).
 //! * [`scope`] — the Scope type and its allow/deny checks.
 //! * [`command`] — the server command line, parsed once (launcher, script, package, args).
+//! * [`deny`] — the fixed lists: MCP client configs (denied) and protected names (read-only).
 //! * [`derive`] — building a Scope from policy file, argv, flags and client roots.
 //! * [`check`] — one path argument against a Scope (resolve, pick the access, check).
 //! * [`pins`] — tool pinning (rug-pull detection) and its state files.
@@ -20,6 +21,7 @@
 
 pub mod check;
 pub mod command;
+pub mod deny;
 pub mod derive;
 pub mod detect;
 pub mod export;
@@ -29,6 +31,7 @@ pub mod scope;
 
 pub use check::{access_for, check_argument, check_argument_with, ArgumentDenial};
 pub use command::{package_name, Launcher, Runner, ServerCommand};
+pub use deny::{is_protected_name, CLIENT_CONFIGS, PROTECTED, PROTECTED_NAMES};
 pub use derive::{
     always_denied, default_policy_path, derive_scope, derive_scope_with_env, runtime_paths,
     server_state_dir, DeriveError, DeriveInputs, Derived, PolicyFile, ToolPolicy,
