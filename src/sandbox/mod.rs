@@ -223,8 +223,22 @@ pub fn prepare_with_env(
     // Runtime grants can be a project's own directory (a script's siblings): denied names in it
     // (`.env`) are carved out as in scope directories.
     for g in rt.grants.iter().cloned() {
+        if let Some(note) = planted_runtime_grant(&g, &rt.from_files, scope) {
+            tracing::warn!("jail: {note}");
+            notes.push(note);
+            continue;
+        }
+        if let Some(set) = &deny {
+            if g.path.ancestors().any(|a| set.is_match(a)) {
+                notes.push(format!(
+                    "runtime path {} matches a deny pattern: not granted",
+                    g.path.display()
+                ));
+                continue;
+            }
+        }
         match &deny {
-            Some(set) if g.access == GrantAccess::Read => carved.add(g, set, &mut notes),
+            Some(set) if g.access == GrantAccess::Read => carved.add(g, Some(set), &mut notes),
             _ => grants.push(g),
         }
     }
@@ -272,6 +286,13 @@ pub fn prepare_with_env(
                 .map(|e| (e, GrantAccess::ReadExec, "scope (exec)")),
         );
     for (entry, access, why) in scope_grants {
+        if entry.source != ScopeSource::Runtime {
+            if let Some(changed) = changed_since_derived(&entry.path) {
+                tracing::warn!("jail: {changed}");
+                notes.push(changed);
+                continue;
+            }
+        }
         // The jail's own runtime discovery is the authority for runtime paths: it is narrower
         // than a prefix guess (`<prefix>/bin/server` must not open all of `<prefix>`, which for
         // `~/.local/bin` or `~/.cargo/bin` would expose `~/.local/share` or cargo credentials).
@@ -296,7 +317,11 @@ pub fn prepare_with_env(
             // and an existing one cannot be replaced atomically (write a temp sibling, rename)
             // without rights on its directory. Grant the directory, unless that is too wide.
             match entry.path.parent() {
-                Some(parent) if parent.is_dir() && !runtime::too_wide(parent, home.as_deref()) => {
+                Some(parent)
+                    if parent.is_dir()
+                        && sensitive_dir(parent, home.as_deref(), base_env, deny.as_ref())
+                            .is_none() =>
+                {
                     notes.push(format!(
                         "write scope {} is a file: its directory {} is granted read-write (Landlock \
                          cannot grant creating or atomically replacing a single file)",
@@ -306,17 +331,23 @@ pub fn prepare_with_env(
                     g.path = parent.to_path_buf();
                     g.why = format!("scope (write): directory of {}", entry.path.display());
                 }
-                _ => notes.push(format!(
-                    "write scope {} is a file in a directory too wide to grant: only the existing \
-                     file is writable; the server cannot create or atomically replace it",
-                    entry.path.display()
-                )),
+                Some(parent) => {
+                    let why = sensitive_dir(parent, home.as_deref(), base_env, deny.as_ref())
+                        .unwrap_or_else(|| "it does not exist".into());
+                    notes.push(format!(
+                        "write scope {} is a file in {}, which is not granted ({why}): only the \
+                         existing file is writable; the server cannot create it or replace it \
+                         atomically (temp file + rename) there (hint: give the server a \
+                         directory of its own, e.g. point the variable or argument at a file in \
+                         a dedicated directory such as ~/.local/share/<server>/)",
+                        entry.path.display(),
+                        parent.display()
+                    ));
+                }
+                None => {}
             }
         }
-        match &deny {
-            Some(set) => carved.add(g, set, &mut notes),
-            None => grants.push(g),
-        }
+        carved.add(g, deny.as_ref(), &mut notes);
     }
     let masks = carved.masks();
     let support = if masks.is_empty() {
@@ -394,6 +425,107 @@ pub fn prepare_with_env(
         report,
         tmp: Some(tmp),
     })
+}
+
+/// A runtime grant read out of a file the server can write (a `pyvenv.cfg` in write scope):
+/// whatever the server wrote there would become a read+exec grant at the next start. Refused.
+fn planted_runtime_grant(
+    g: &Grant,
+    from_files: &[(PathBuf, PathBuf)],
+    scope: &Scope,
+) -> Option<String> {
+    if g.access != GrantAccess::ReadExec || !g.why.contains("pyvenv.cfg") {
+        return None;
+    }
+    let (_, file) = from_files.iter().find(|(p, _)| *p == g.path)?;
+    let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.clone());
+    let root = scope.write.iter().find(|e| file.starts_with(&e.path))?;
+    Some(format!(
+        "{} ({}) not granted: it was read from {}, which lies in write scope {} where the server \
+         could have rewritten it (hint: if the interpreter really lives there, --allow-read {})",
+        g.path.display(),
+        g.why,
+        file.display(),
+        root.path.display(),
+        g.path.display()
+    ))
+}
+
+/// A scope entry is canonical when derived. If it no longer is — the path, or a directory on
+/// the way, was replaced by a symlink since (a respawn, or a server that rewrote its own scope
+/// between starts) — granting it would grant wherever the link now points: refuse it.
+fn changed_since_derived(path: &Path) -> Option<String> {
+    let now = std::fs::canonicalize(path).ok()?;
+    if now == path {
+        return None;
+    }
+    Some(format!(
+        "scope path {} changed since it was derived: it now resolves to {} (a symlink was \
+         planted in its place or above it); not granted (hint: remove the symlink, or name the \
+         target itself with --allow-read/--allow-write)",
+        path.display(),
+        now.display()
+    ))
+}
+
+/// Why a file scope's directory must not be granted read-write for atomic replaces, if it must
+/// not: the filesystem root or an ancestor of HOME, HOME itself, an XDG base directory (every
+/// other program's settings, data or state), or a directory that holds denied or protected
+/// names of its own (siblings the file's server has no business with).
+fn sensitive_dir(
+    dir: &Path,
+    home: Option<&Path>,
+    env: &[(OsString, OsString)],
+    deny: Option<&globset::GlobSet>,
+) -> Option<String> {
+    if runtime::too_wide(dir, home) {
+        return Some("too wide: HOME or above".into());
+    }
+    let var = |k: &str| {
+        env.iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| PathBuf::from(v))
+    };
+    let mut bases: Vec<PathBuf> = [
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_STATE_HOME",
+        "XDG_CACHE_HOME",
+    ]
+    .iter()
+    .filter_map(|k| var(k))
+    .collect();
+    if let Some(h) = home {
+        for rel in [
+            ".config",
+            ".local",
+            ".local/share",
+            ".local/state",
+            ".local/bin",
+            ".cache",
+        ] {
+            bases.push(h.join(rel));
+        }
+    }
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    if bases.iter().any(|b| canon(b) == dir) {
+        return Some("an XDG base directory: other programs' files live there".into());
+    }
+    let entries = std::fs::read_dir(dir).ok()?;
+    let parent = dir.file_name().and_then(|n| n.to_str());
+    for entry in entries.flatten().take(carve::WALK_ENTRIES) {
+        let p = entry.path();
+        let name = entry.file_name();
+        if deny.is_some_and(|d| d.is_match(&p))
+            || crate::policy::is_protected_name(parent, &name.to_string_lossy())
+        {
+            return Some(format!(
+                "it holds {}, which must stay out of reach",
+                p.display()
+            ));
+        }
+    }
+    None
 }
 
 /// Inside the jail, pyenv shims cannot run (they need the whole pyenv tree): drop them from
