@@ -520,6 +520,10 @@ fn env_path(key: &str, value: &str, ctx: &ResolveContext) -> Option<(PathBuf, St
         return None;
     }
     let path = resolve(value, ctx).ok()?;
+    if let Some(why) = file_symlink_escape(value, &path, ctx) {
+        tracing::warn!("environment {key}: {why}");
+        return None;
+    }
     const SYSTEM: &[&str] = &[
         "/etc", "/usr", "/lib", "/lib64", "/bin", "/sbin", "/proc", "/sys", "/dev", "/boot",
         "/run", "/var/lib", "/opt",
@@ -541,29 +545,17 @@ fn env_path(key: &str, value: &str, ctx: &ResolveContext) -> Option<(PathBuf, St
             ),
         ));
     }
-    let parent = path.parent().map(Path::to_path_buf)?;
-    let too_broad = parent.parent().is_none()
-        || ctx
-            .home
-            .as_deref()
-            .is_some_and(|h| canonical_eq(h, &parent));
-    if too_broad || !parent.exists() {
-        Some((
-            path.clone(),
-            format!(
-                "environment {key}={value}: the server may use the file {} (its directory is not granted)",
-                path.display()
-            ),
-        ))
-    } else {
-        Some((
-            parent.clone(),
-            format!(
-                "environment {key}={value}: the server may use {} (the file's directory, for temporary files and renames)",
-                parent.display()
-            ),
-        ))
-    }
+    // The file itself, never its directory: that directory may be `~/.config` or HOME, full of
+    // other programs' files. The jail adds the directory for temp-file-and-rename writes only
+    // where that exposes nothing (see `sandbox::prepare`).
+    Some((
+        path.clone(),
+        format!(
+            "environment {key}={value}: the server may use the file {} (its directory only \
+             where the jail finds it safe to grant, for temporary files and renames)",
+            path.display()
+        ),
+    ))
 }
 
 /// What the command line says about the server.
@@ -652,6 +644,10 @@ fn analyse_command(command: &[String], ctx: &ResolveContext) -> CommandAnalysis 
             }
             continue;
         }
+        if let Some(why) = file_symlink_escape(value, &path, ctx) {
+            out.notes.push(format!("argument {a}: {why}"));
+            continue;
+        }
         if out.runtime.iter().any(|r| path.starts_with(r)) {
             out.notes.push(format!(
                 "argument {a} is inside the server's runtime ({}); not data scope",
@@ -664,6 +660,40 @@ fn analyse_command(command: &[String], ctx: &ResolveContext) -> CommandAnalysis 
         }
     }
     out
+}
+
+/// A file scope named as `value` whose last component is a symlink to a file in another
+/// directory: a server that can write next to its file could have replaced the file with a link
+/// (`memory.jsonl -> ~/.bashrc`), and following it would grant the link's target at the next
+/// start. Refused, with the reason. A symlinked *directory* (`~/proj -> /data/proj`) is the
+/// user's own layout and is followed as before.
+fn file_symlink_escape(value: &str, canonical: &Path, ctx: &ResolveContext) -> Option<String> {
+    let value = value.strip_prefix("file://").unwrap_or(value);
+    let lexical = match (value.strip_prefix("~/"), ctx.home.as_deref()) {
+        (Some(rest), Some(h)) => h.join(rest),
+        _ => match (value.strip_prefix("$HOME/"), ctx.home.as_deref()) {
+            (Some(rest), Some(h)) => h.join(rest),
+            _ => ctx.cwd.join(value),
+        },
+    };
+    let meta = std::fs::symlink_metadata(&lexical).ok()?;
+    if !meta.file_type().is_symlink() || canonical.is_dir() {
+        return None;
+    }
+    let declared = lexical
+        .parent()
+        .and_then(|d| std::fs::canonicalize(d).ok())?;
+    if canonical.parent() == Some(declared.as_path()) {
+        return None;
+    }
+    Some(format!(
+        "{} is a symlink to {}, outside its directory {}; not granted (a file scope must be the \
+         file itself: a server could have replaced its file with a link; hint: name the target \
+         directly if you mean it)",
+        lexical.display(),
+        canonical.display(),
+        declared.display()
+    ))
 }
 
 /// `program` as the OS would find it: a path if it has a `/`, else the first match on `PATH`.
@@ -1047,7 +1077,10 @@ mod tests {
         let d = derive_scope_with_env(&i, &env).unwrap();
         assert_eq!(
             paths(&d.scope.write),
-            vec![f.root.join("data"), f.root.join("home/notes.md")]
+            vec![
+                f.root.join("data/memory.json"),
+                f.root.join("home/notes.md")
+            ]
         );
         assert!(d.notes.iter().any(|n| n.contains("MEMORY_FILE_PATH")));
     }
