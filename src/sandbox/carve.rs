@@ -383,19 +383,19 @@ impl Walk<'_> {
             } else if depth == 1 {
                 self.carved.others.push(p.clone());
             }
-            if in_git || depth >= WALK_DEPTH {
-                continue;
-            }
             let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-            if !is_dir || WALK_SKIP.contains(&name.as_ref()) {
+            if in_git || !is_dir || WALK_SKIP.contains(&name.as_ref()) {
                 continue;
             }
             if name == ".git" {
-                // Only `hooks` and `config` matter inside `.git`; never its object store.
-                self.dir(&p, WALK_DEPTH);
+                // Only `hooks` and `config` matter inside `.git` (two names: looked at even at
+                // the depth limit); never its object store.
+                self.dir(&p, WALK_DEPTH + 1);
                 continue;
             }
-            self.dir(&p, depth + 1);
+            if depth < WALK_DEPTH {
+                self.dir(&p, depth + 1);
+            }
         }
     }
 }
