@@ -319,8 +319,7 @@ pub fn prepare_with_env(
             match entry.path.parent() {
                 Some(parent)
                     if parent.is_dir()
-                        && sensitive_dir(parent, home.as_deref(), base_env, deny.as_ref())
-                            .is_none() =>
+                        && sensitive_dir(parent, home.as_deref(), base_env).is_none() =>
                 {
                     notes.push(format!(
                         "write scope {} is a file: its directory {} is granted read-write (Landlock \
@@ -332,7 +331,7 @@ pub fn prepare_with_env(
                     g.why = format!("scope (write): directory of {}", entry.path.display());
                 }
                 Some(parent) => {
-                    let why = sensitive_dir(parent, home.as_deref(), base_env, deny.as_ref())
+                    let why = sensitive_dir(parent, home.as_deref(), base_env)
                         .unwrap_or_else(|| "it does not exist".into());
                     notes.push(format!(
                         "write scope {} is a file in {}, which is not granted ({why}): only the \
@@ -469,15 +468,11 @@ fn changed_since_derived(path: &Path) -> Option<String> {
 }
 
 /// Why a file scope's directory must not be granted read-write for atomic replaces, if it must
-/// not: the filesystem root or an ancestor of HOME, HOME itself, an XDG base directory (every
-/// other program's settings, data or state), or a directory that holds denied or protected
-/// names of its own (siblings the file's server has no business with).
-fn sensitive_dir(
-    dir: &Path,
-    home: Option<&Path>,
-    env: &[(OsString, OsString)],
-    deny: Option<&globset::GlobSet>,
-) -> Option<String> {
+/// not: the filesystem root or an ancestor of HOME, HOME itself, or an XDG base directory (every
+/// other program's settings, data or state, most of them matching no deny pattern). A directory
+/// granted this way is carved like any scope directory (denied names masked, protected names
+/// read-only).
+fn sensitive_dir(dir: &Path, home: Option<&Path>, env: &[(OsString, OsString)]) -> Option<String> {
     if runtime::too_wide(dir, home) {
         return Some("too wide: HOME or above".into());
     }
@@ -508,24 +503,10 @@ fn sensitive_dir(
         }
     }
     let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    if bases.iter().any(|b| canon(b) == dir) {
-        return Some("an XDG base directory: other programs' files live there".into());
-    }
-    let entries = std::fs::read_dir(dir).ok()?;
-    let parent = dir.file_name().and_then(|n| n.to_str());
-    for entry in entries.flatten().take(carve::WALK_ENTRIES) {
-        let p = entry.path();
-        let name = entry.file_name();
-        if deny.is_some_and(|d| d.is_match(&p))
-            || crate::policy::is_protected_name(parent, &name.to_string_lossy())
-        {
-            return Some(format!(
-                "it holds {}, which must stay out of reach",
-                p.display()
-            ));
-        }
-    }
-    None
+    bases
+        .iter()
+        .any(|b| canon(b) == dir)
+        .then(|| "an XDG base directory: other programs' files live there".into())
 }
 
 /// Inside the jail, pyenv shims cannot run (they need the whole pyenv tree): drop them from
