@@ -185,6 +185,15 @@ impl CarvePlan {
             };
             let root = walk.root.clone();
             walk.dir(&root, 1);
+            if protect {
+                notes.push(format!(
+                    "protected names (git hooks and config, shell rc files, editor and agent \
+                     settings) that do not exist in {} when the server starts, or lie deeper than \
+                     {WALK_DEPTH} levels, are refused by the proxy only: the kernel cannot protect \
+                     a name inside a writable directory without pre-creating it",
+                    root.display()
+                ));
+            }
             if walk.budget == 0 {
                 notes.push(format!(
                     "{}: more than {WALK_ENTRIES} entries; denied and protected names past \
@@ -551,6 +560,40 @@ mod tests {
         // Deepest first.
         assert_eq!(masks[0].path, d.join("src/real"));
         assert!(notes.iter().any(|n| n.contains(".env.out")));
+    }
+
+    #[test]
+    fn the_walk_is_bounded_and_protects_only_in_write_grants() {
+        let (_tmp, d, set) = project();
+        for rel in ["a/.env", "a/b/.env", "a/b/c/.env", "node_modules/x/.env"] {
+            std::fs::create_dir_all(d.join(rel).parent().unwrap()).unwrap();
+            std::fs::write(d.join(rel), "S=1").unwrap();
+        }
+        std::fs::create_dir_all(d.join("x/y/z/.git/hooks")).unwrap();
+        std::fs::create_dir_all(d.join(".git/objects/.env")).unwrap();
+        let masks = plan(&d, &set).masks();
+        let has = |rel: &str| masks.iter().any(|m| m.path == d.join(rel));
+        assert!(has("a/.env") && has("a/b/.env"));
+        assert!(!has("a/b/c/.env"), "deeper than WALK_DEPTH");
+        assert!(!has("node_modules/x/.env"), "dependency trees are skipped");
+        assert!(
+            !has(".git/objects/.env"),
+            "only hooks and config inside .git"
+        );
+        let hooks = masks.iter().find(|m| m.path == d.join("x/y/z/.git/hooks"));
+        assert_eq!(hooks.map(|m| m.kind), Some(MaskKind::ReadOnly));
+
+        let mut read = CarvePlan::default();
+        read.add(
+            Grant {
+                path: d.clone(),
+                access: GrantAccess::Read,
+                why: "scope (read)".into(),
+            },
+            Some(&set),
+            &mut Vec::new(),
+        );
+        assert!(!read.masks().iter().any(|m| m.kind == MaskKind::ReadOnly));
     }
 
     #[test]
