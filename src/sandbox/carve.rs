@@ -186,7 +186,7 @@ impl CarvePlan {
             let root = walk.root.clone();
             walk.dir(&root, 1);
             if protect {
-                notes.push(format!(
+                walk.notes.push(format!(
                     "protected names (git hooks and config, shell rc files, editor and agent \
                      settings) that do not exist in {} when the server starts, or lie deeper than \
                      {WALK_DEPTH} levels, are refused by the proxy only: the kernel cannot protect \
@@ -569,7 +569,7 @@ mod tests {
             std::fs::create_dir_all(d.join(rel).parent().unwrap()).unwrap();
             std::fs::write(d.join(rel), "S=1").unwrap();
         }
-        std::fs::create_dir_all(d.join("x/y/z/.git/hooks")).unwrap();
+        std::fs::create_dir_all(d.join("x/y/.git/hooks")).unwrap();
         std::fs::create_dir_all(d.join(".git/objects/.env")).unwrap();
         let masks = plan(&d, &set).masks();
         let has = |rel: &str| masks.iter().any(|m| m.path == d.join(rel));
@@ -580,7 +580,7 @@ mod tests {
             !has(".git/objects/.env"),
             "only hooks and config inside .git"
         );
-        let hooks = masks.iter().find(|m| m.path == d.join("x/y/z/.git/hooks"));
+        let hooks = masks.iter().find(|m| m.path == d.join("x/y/.git/hooks"));
         assert_eq!(hooks.map(|m| m.kind), Some(MaskKind::ReadOnly));
 
         let mut read = CarvePlan::default();
