@@ -16,6 +16,69 @@
 //! not exist when the server starts cannot be protected by the kernel without pre-creating them
 //! (Landlock cannot deny a name inside a writable directory): those are protected by the proxy
 //! only, and the jail's notes say which.
+//!
+//! [`always_denied`] assembles the whole always-denied list for a user: credentials, the client
+//! configs and mcpjail's own state.
+
+use std::path::Path;
+
+use super::xdg::{config_dir, state_dir};
+
+/// The always-denied globs for a user: credentials, MCP client configs, mcpjail's own state.
+/// Home-relative entries are made absolute (and glob-escaped) against the canonical `home`;
+/// `**/` entries apply anywhere.
+///
+/// SSH keys are listed by key type (`id_rsa*`, `id_ed25519*`, ...) rather than `id_*`, which
+/// would also deny source files like `id_utils.rs`.
+pub fn always_denied(home: Option<&Path>) -> Vec<String> {
+    let mut out: Vec<String> = [
+        "**/.env",
+        "**/.env.*",
+        "**/.envrc",
+        "**/*.pem",
+        "**/*.key",
+        "**/*.p12",
+        "**/*.pfx",
+        "**/id_rsa*",
+        "**/id_dsa*",
+        "**/id_ecdsa*",
+        "**/id_ed25519*",
+        "**/id_xmss*",
+        "**/.netrc",
+        "**/.git-credentials",
+        "**/.npmrc",
+        "**/.pypirc",
+    ]
+    .iter()
+    // MCP client configs (they hold other servers' commands and tokens): one table, see
+    // `policy::deny`.
+    .chain(CLIENT_CONFIGS)
+    .map(|s| s.to_string())
+    .collect();
+    if let Some(home) = home {
+        let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
+        let esc = |rel: &str| format!("{}/{rel}", globset::escape(&home.to_string_lossy()));
+        for rel in [
+            ".ssh",
+            ".aws",
+            ".gnupg",
+            ".kube",
+            ".docker",
+            ".azure",
+            ".config/gcloud",
+            ".config/gh",
+            ".password-store",
+            ".config/Claude",
+        ] {
+            out.push(esc(rel));
+        }
+    }
+    for dir in [config_dir(home), state_dir(home)].into_iter().flatten() {
+        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+        out.push(globset::escape(&dir.to_string_lossy()));
+    }
+    out
+}
 
 /// MCP client config files, as glob patterns matched at any depth (bare relative suffixes under
 /// `**/`). Keep in step with `src/clients/*` (a test there checks it).

@@ -26,13 +26,18 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use super::command::ServerCommand;
 use super::detect::{looks_like_path, words, ToolInfo};
 use super::resolve::{resolve, ResolveContext};
-use super::scope::{validate_deny_globs, ScopeEntry, ScopeSource};
+use super::scope::{ScopeEntry, ScopeSource};
 use super::Scope;
+
+// The policy file format, the XDG paths and the deny list live in their own modules; they are
+// re-exported here so `policy::derive::X` keeps working.
+pub use super::deny::always_denied;
+use super::file::line_of;
+pub use super::file::{parse_policy_file, PolicyFile, ToolPolicy};
+pub use super::xdg::{config_dir, default_policy_path, server_state_dir, state_dir};
 
 /// Everything derivation looks at.
 #[derive(Debug, Clone, Default)]
@@ -87,191 +92,6 @@ pub enum DeriveError {
     PolicyFile { path: PathBuf, message: String },
     #[error("{0}")]
     Resolve(#[from] super::ResolveError),
-}
-
-/// The policy file schema (TOML):
-///
-/// ```toml
-/// read  = ["~/docs", "/srv/shared"]       # read-only roots
-/// write = ["./data"]                      # read-write roots (relative to this file)
-/// deny  = ["**/*.sqlite-journal"]         # extra deny globs (absolute or **/ patterns)
-/// state = ["~/.claude-server-commander"]  # the server's own state dirs: read-write, created
-/// ignore_argv = false                     # true: do not add paths from the server's argv
-///
-/// [tools.write_file]
-/// read_only = true                        # this tool only gets read scope
-/// ```
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct PolicyFile {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub read: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub write: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub deny: Vec<String>,
-    /// The server's own state directories (`~/.claude-server-commander`): read-write, and
-    /// created (0700) before the server starts when missing, since the jail can only grant
-    /// what exists.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub state: Vec<String>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub ignore_argv: bool,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub tools: BTreeMap<String, ToolPolicy>,
-}
-
-/// Per-tool settings in a policy file.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct ToolPolicy {
-    #[serde(default)]
-    pub read_only: bool,
-}
-
-/// Parse a policy file's text. Errors carry the line, column and field (toml's own message).
-pub fn parse_policy_file(path: &Path, text: &str) -> Result<PolicyFile, DeriveError> {
-    let file: PolicyFile = toml::from_str(text).map_err(|e| DeriveError::PolicyFile {
-        path: path.to_path_buf(),
-        message: describe_toml_error(text, &e),
-    })?;
-    validate_deny_globs(&file.deny).map_err(|(pattern, why)| DeriveError::PolicyFile {
-        path: path.to_path_buf(),
-        message: format!(
-            "line {}: field `deny`: `{pattern}` is not a valid glob: {why}",
-            line_of(text, &pattern)
-        ),
-    })?;
-    Ok(file)
-}
-
-fn describe_toml_error(text: &str, e: &toml::de::Error) -> String {
-    let msg = e.message().trim().to_string();
-    match e.span() {
-        Some(span) => {
-            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-            let snippet = text.lines().nth(line - 1).unwrap_or("").trim();
-            format!("line {line}: {msg} (`{snippet}`)")
-        }
-        None => msg,
-    }
-}
-
-fn line_of(text: &str, needle: &str) -> usize {
-    text.lines()
-        .position(|l| l.contains(needle))
-        .map(|i| i + 1)
-        .unwrap_or(0)
-}
-
-/// `$XDG_CONFIG_HOME/mcpjail` (default `~/.config/mcpjail`).
-pub fn config_dir(home: Option<&Path>) -> Option<PathBuf> {
-    xdg_dir("XDG_CONFIG_HOME", home, ".config").map(|d| d.join("mcpjail"))
-}
-
-/// `$XDG_STATE_HOME/mcpjail` (default `~/.local/state/mcpjail`).
-pub fn state_dir(home: Option<&Path>) -> Option<PathBuf> {
-    xdg_dir("XDG_STATE_HOME", home, ".local/state").map(|d| d.join("mcpjail"))
-}
-
-/// `$XDG_STATE_HOME/mcpjail-servers/<name>` (default `~/.local/state/mcpjail-servers/<name>`):
-/// the private state directory the jail gives one server. Kept apart from mcpjail's own state
-/// (pins, install records), which every server is denied.
-pub fn server_state_dir(name: &str, home: Option<&Path>) -> Option<PathBuf> {
-    let safe: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let safe = if safe.is_empty() || safe.starts_with('.') {
-        format!("_{safe}")
-    } else {
-        safe
-    };
-    xdg_dir("XDG_STATE_HOME", home, ".local/state").map(|d| d.join("mcpjail-servers").join(safe))
-}
-
-fn xdg_dir(var: &str, home: Option<&Path>, default: &str) -> Option<PathBuf> {
-    match std::env::var_os(var).map(PathBuf::from) {
-        // The XDG spec says relative values are invalid and must be ignored.
-        Some(p) if p.is_absolute() => Some(p),
-        _ => home.map(|h| h.join(default)),
-    }
-}
-
-/// Where `policy derive --write` saves and derivation looks for a server's policy file.
-/// `None` if `name` is not a plain file name or the config directory is unknown.
-pub fn default_policy_path(name: &str, home: Option<&Path>) -> Option<PathBuf> {
-    let plain = !name.is_empty()
-        && name != "."
-        && name != ".."
-        && !name.contains('/')
-        && !name.contains('\0');
-    if !plain {
-        return None;
-    }
-    config_dir(home).map(|d| d.join("servers").join(format!("{name}.toml")))
-}
-
-/// The always-denied globs for a user: credentials, MCP client configs, mcpjail's own state.
-/// Home-relative entries are made absolute (and glob-escaped) against the canonical `home`;
-/// `**/` entries apply anywhere.
-///
-/// SSH keys are listed by key type (`id_rsa*`, `id_ed25519*`, ...) rather than `id_*`, which
-/// would also deny source files like `id_utils.rs`.
-pub fn always_denied(home: Option<&Path>) -> Vec<String> {
-    let mut out: Vec<String> = [
-        "**/.env",
-        "**/.env.*",
-        "**/.envrc",
-        "**/*.pem",
-        "**/*.key",
-        "**/*.p12",
-        "**/*.pfx",
-        "**/id_rsa*",
-        "**/id_dsa*",
-        "**/id_ecdsa*",
-        "**/id_ed25519*",
-        "**/id_xmss*",
-        "**/.netrc",
-        "**/.git-credentials",
-        "**/.npmrc",
-        "**/.pypirc",
-    ]
-    .iter()
-    // MCP client configs (they hold other servers' commands and tokens): one table, see
-    // `policy::deny`.
-    .chain(super::deny::CLIENT_CONFIGS)
-    .map(|s| s.to_string())
-    .collect();
-    if let Some(home) = home {
-        let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
-        let esc = |rel: &str| format!("{}/{rel}", globset::escape(&home.to_string_lossy()));
-        for rel in [
-            ".ssh",
-            ".aws",
-            ".gnupg",
-            ".kube",
-            ".docker",
-            ".azure",
-            ".config/gcloud",
-            ".config/gh",
-            ".password-store",
-            ".config/Claude",
-        ] {
-            out.push(esc(rel));
-        }
-    }
-    for dir in [config_dir(home), state_dir(home)].into_iter().flatten() {
-        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
-        out.push(globset::escape(&dir.to_string_lossy()));
-    }
-    out
 }
 
 /// Derive the Scope for a server (see DESIGN.md "Derivation" and the module docs), without
