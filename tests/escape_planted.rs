@@ -625,6 +625,13 @@ fn a_memory_file_replaced_by_a_symlink_is_not_derived_as_scope() {
     let env = |v: &Path| vec![("MEMORY_FILE_PATH".to_string(), v.to_string_lossy().into())];
     let d = policy::derive_scope_with_env(&inputs, &env(&link)).unwrap();
     assert!(
+        d.notes
+            .iter()
+            .any(|n| n.contains("MEMORY_FILE_PATH") && n.contains("is a symlink to")),
+        "{:?}",
+        d.notes
+    );
+    assert!(
         !d.scope
             .write
             .iter()

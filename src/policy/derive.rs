@@ -202,7 +202,7 @@ pub fn derive_scope_with_env(
 
     // 3. Environment variables that name paths.
     for (key, value) in env {
-        if let Some((path, note)) = env_path(key, value, &ctx) {
+        if let Some((path, note)) = env_path(key, value, &ctx, &mut notes) {
             notes.push(note);
             push_entry(
                 &mut scope.write,
@@ -322,7 +322,12 @@ fn is_ambient_env(key: &str) -> bool {
 }
 
 /// A path an env var gives the server, and the note explaining the grant.
-fn env_path(key: &str, value: &str, ctx: &ResolveContext) -> Option<(PathBuf, String)> {
+fn env_path(
+    key: &str,
+    value: &str,
+    ctx: &ResolveContext,
+    notes: &mut Vec<String>,
+) -> Option<(PathBuf, String)> {
     if is_ambient_env(key) {
         return None;
     }
@@ -341,7 +346,7 @@ fn env_path(key: &str, value: &str, ctx: &ResolveContext) -> Option<(PathBuf, St
     }
     let path = resolve(value, ctx).ok()?;
     if let Some(why) = file_symlink_escape(value, &path, ctx) {
-        tracing::warn!("environment {key}: {why}");
+        notes.push(format!("environment {key}={value}: {why}"));
         return None;
     }
     const SYSTEM: &[&str] = &[

@@ -39,7 +39,7 @@ use crate::policy::is_protected_name;
 /// How many levels below a grant the walk looks for denied and protected names.
 pub const WALK_DEPTH: usize = 3;
 /// At most this many directory entries are examined per grant.
-pub const WALK_ENTRIES: usize = 20_000;
+pub const WALK_ENTRIES: usize = 4_000;
 /// Dependency, build and cache trees: large, rebuilt by tools, not where secrets or hooks live.
 const WALK_SKIP: &[&str] = &[
     "node_modules",
