@@ -17,6 +17,7 @@ mod carve;
 mod env;
 mod explain;
 pub mod launcher;
+mod planted;
 mod report;
 pub mod runtime;
 pub mod seatbelt;
@@ -223,7 +224,7 @@ pub fn prepare_with_env(
     // Runtime grants can be a project's own directory (a script's siblings): denied names in it
     // (`.env`) are carved out as in scope directories.
     for g in rt.grants.iter().cloned() {
-        if let Some(note) = planted_runtime_grant(&g, &rt.from_files, scope) {
+        if let Some(note) = planted::runtime_grant(&g, &rt.from_files, scope) {
             tracing::warn!("jail: {note}");
             notes.push(note);
             continue;
@@ -287,7 +288,7 @@ pub fn prepare_with_env(
         );
     for (entry, access, why) in scope_grants {
         if entry.source != ScopeSource::Runtime {
-            if let Some(changed) = changed_since_derived(&entry.path) {
+            if let Some(changed) = planted::changed_since_derived(&entry.path) {
                 tracing::warn!("jail: {changed}");
                 notes.push(changed);
                 continue;
@@ -319,7 +320,7 @@ pub fn prepare_with_env(
             match entry.path.parent() {
                 Some(parent)
                     if parent.is_dir()
-                        && sensitive_dir(parent, home.as_deref(), base_env).is_none() =>
+                        && planted::sensitive_dir(parent, home.as_deref(), base_env).is_none() =>
                 {
                     notes.push(format!(
                         "write scope {} is a file: its directory {} is granted read-write (Landlock \
@@ -331,7 +332,7 @@ pub fn prepare_with_env(
                     g.why = format!("scope (write): directory of {}", entry.path.display());
                 }
                 Some(parent) => {
-                    let why = sensitive_dir(parent, home.as_deref(), base_env)
+                    let why = planted::sensitive_dir(parent, home.as_deref(), base_env)
                         .unwrap_or_else(|| "it does not exist".into());
                     notes.push(format!(
                         "write scope {} is a file in {}, which is not granted ({why}): only the \
@@ -424,89 +425,6 @@ pub fn prepare_with_env(
         report,
         tmp: Some(tmp),
     })
-}
-
-/// A runtime grant read out of a file the server can write (a `pyvenv.cfg` in write scope):
-/// whatever the server wrote there would become a read+exec grant at the next start. Refused.
-fn planted_runtime_grant(
-    g: &Grant,
-    from_files: &[(PathBuf, PathBuf)],
-    scope: &Scope,
-) -> Option<String> {
-    if g.access != GrantAccess::ReadExec || !g.why.contains("pyvenv.cfg") {
-        return None;
-    }
-    let (_, file) = from_files.iter().find(|(p, _)| *p == g.path)?;
-    let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.clone());
-    let root = scope.write.iter().find(|e| file.starts_with(&e.path))?;
-    Some(format!(
-        "{} ({}) not granted: it was read from {}, which lies in write scope {} where the server \
-         could have rewritten it (hint: if the interpreter really lives there, --allow-read {})",
-        g.path.display(),
-        g.why,
-        file.display(),
-        root.path.display(),
-        g.path.display()
-    ))
-}
-
-/// A scope entry is canonical when derived. If it no longer is — the path, or a directory on
-/// the way, was replaced by a symlink since (a respawn, or a server that rewrote its own scope
-/// between starts) — granting it would grant wherever the link now points: refuse it.
-fn changed_since_derived(path: &Path) -> Option<String> {
-    let now = std::fs::canonicalize(path).ok()?;
-    if now == path {
-        return None;
-    }
-    Some(format!(
-        "scope path {} changed since it was derived: it now resolves to {} (a symlink was \
-         planted in its place or above it); not granted (hint: remove the symlink, or name the \
-         target itself with --allow-read/--allow-write)",
-        path.display(),
-        now.display()
-    ))
-}
-
-/// Why a file scope's directory must not be granted read-write for atomic replaces, if it must
-/// not: the filesystem root or an ancestor of HOME, HOME itself, or an XDG base directory (every
-/// other program's settings, data or state, most of them matching no deny pattern). A directory
-/// granted this way is carved like any scope directory (denied names masked, protected names
-/// read-only).
-fn sensitive_dir(dir: &Path, home: Option<&Path>, env: &[(OsString, OsString)]) -> Option<String> {
-    if runtime::too_wide(dir, home) {
-        return Some("too wide: HOME or above".into());
-    }
-    let var = |k: &str| {
-        env.iter()
-            .find(|(key, _)| key == k)
-            .map(|(_, v)| PathBuf::from(v))
-    };
-    let mut bases: Vec<PathBuf> = [
-        "XDG_CONFIG_HOME",
-        "XDG_DATA_HOME",
-        "XDG_STATE_HOME",
-        "XDG_CACHE_HOME",
-    ]
-    .iter()
-    .filter_map(|k| var(k))
-    .collect();
-    if let Some(h) = home {
-        for rel in [
-            ".config",
-            ".local",
-            ".local/share",
-            ".local/state",
-            ".local/bin",
-            ".cache",
-        ] {
-            bases.push(h.join(rel));
-        }
-    }
-    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    bases
-        .iter()
-        .any(|b| canon(b) == dir)
-        .then(|| "an XDG base directory: other programs' files live there".into())
 }
 
 /// Inside the jail, pyenv shims cannot run (they need the whole pyenv tree): drop them from
