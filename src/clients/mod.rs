@@ -345,6 +345,33 @@ pub fn config_file_for_record(client: ClientId, path: PathBuf) -> ConfigFile {
 mod tests {
     use super::*;
 
+    /// One source of truth: every config file any client reads is always denied by the policy
+    /// (`policy::deny::CLIENT_CONFIGS`), for a project anywhere and a HOME anywhere.
+    #[test]
+    fn every_client_config_file_is_always_denied_by_the_policy() {
+        for os in [Os::Linux, Os::MacOs] {
+            let h = host(os, &[("HOME", "/h/u")]);
+            let scope = crate::policy::Scope {
+                write: vec![crate::policy::ScopeEntry {
+                    path: PathBuf::from("/"),
+                    source: crate::policy::ScopeSource::Flag,
+                }],
+                deny: crate::policy::always_denied(Some(Path::new("/h/u"))),
+                ..Default::default()
+            };
+            let files = config_files(&h, Path::new("/w/proj"), &[]);
+            assert!(files.len() >= ClientId::ALL.len());
+            for f in files {
+                assert!(
+                    scope.check(&f.path, crate::policy::Access::Read).is_err(),
+                    "{} config {} is not in policy::deny::CLIENT_CONFIGS",
+                    f.client,
+                    f.path.display()
+                );
+            }
+        }
+    }
+
     fn host(os: Os, vars: &[(&str, &str)]) -> HostEnv {
         let vars: Vec<(String, String)> = vars
             .iter()

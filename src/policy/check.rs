@@ -50,6 +50,7 @@ fn describe(d: &Denial) -> String {
         OutsideScope => format!("outside the roots allowed for {access}"),
         DeniedPattern(p) => format!("always denied (matches {p})"),
         ReadOnlyTool => "a write by a read-only tool".to_string(),
+        Protected(p) => format!("protected, read-only (matches {p})"),
     }
 }
 

@@ -26,13 +26,18 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use super::command::ServerCommand;
 use super::detect::{looks_like_path, words, ToolInfo};
 use super::resolve::{resolve, ResolveContext};
-use super::scope::{validate_deny_globs, ScopeEntry, ScopeSource};
+use super::scope::{ScopeEntry, ScopeSource};
 use super::Scope;
+
+// The policy file format, the XDG paths and the deny list live in their own modules; they are
+// re-exported here so `policy::derive::X` keeps working.
+pub use super::deny::always_denied;
+use super::file::line_of;
+pub use super::file::{parse_policy_file, PolicyFile, ToolPolicy};
+pub use super::xdg::{config_dir, default_policy_path, server_state_dir, state_dir};
 
 /// Everything derivation looks at.
 #[derive(Debug, Clone, Default)]
@@ -87,200 +92,6 @@ pub enum DeriveError {
     PolicyFile { path: PathBuf, message: String },
     #[error("{0}")]
     Resolve(#[from] super::ResolveError),
-}
-
-/// The policy file schema (TOML):
-///
-/// ```toml
-/// read  = ["~/docs", "/srv/shared"]       # read-only roots
-/// write = ["./data"]                      # read-write roots (relative to this file)
-/// deny  = ["**/*.sqlite-journal"]         # extra deny globs (absolute or **/ patterns)
-/// state = ["~/.claude-server-commander"]  # the server's own state dirs: read-write, created
-/// ignore_argv = false                     # true: do not add paths from the server's argv
-///
-/// [tools.write_file]
-/// read_only = true                        # this tool only gets read scope
-/// ```
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct PolicyFile {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub read: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub write: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub deny: Vec<String>,
-    /// The server's own state directories (`~/.claude-server-commander`): read-write, and
-    /// created (0700) before the server starts when missing, since the jail can only grant
-    /// what exists.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub state: Vec<String>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub ignore_argv: bool,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub tools: BTreeMap<String, ToolPolicy>,
-}
-
-/// Per-tool settings in a policy file.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct ToolPolicy {
-    #[serde(default)]
-    pub read_only: bool,
-}
-
-/// Parse a policy file's text. Errors carry the line, column and field (toml's own message).
-pub fn parse_policy_file(path: &Path, text: &str) -> Result<PolicyFile, DeriveError> {
-    let file: PolicyFile = toml::from_str(text).map_err(|e| DeriveError::PolicyFile {
-        path: path.to_path_buf(),
-        message: describe_toml_error(text, &e),
-    })?;
-    validate_deny_globs(&file.deny).map_err(|(pattern, why)| DeriveError::PolicyFile {
-        path: path.to_path_buf(),
-        message: format!(
-            "line {}: field `deny`: `{pattern}` is not a valid glob: {why}",
-            line_of(text, &pattern)
-        ),
-    })?;
-    Ok(file)
-}
-
-fn describe_toml_error(text: &str, e: &toml::de::Error) -> String {
-    let msg = e.message().trim().to_string();
-    match e.span() {
-        Some(span) => {
-            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-            let snippet = text.lines().nth(line - 1).unwrap_or("").trim();
-            format!("line {line}: {msg} (`{snippet}`)")
-        }
-        None => msg,
-    }
-}
-
-fn line_of(text: &str, needle: &str) -> usize {
-    text.lines()
-        .position(|l| l.contains(needle))
-        .map(|i| i + 1)
-        .unwrap_or(0)
-}
-
-/// `$XDG_CONFIG_HOME/mcpjail` (default `~/.config/mcpjail`).
-pub fn config_dir(home: Option<&Path>) -> Option<PathBuf> {
-    xdg_dir("XDG_CONFIG_HOME", home, ".config").map(|d| d.join("mcpjail"))
-}
-
-/// `$XDG_STATE_HOME/mcpjail` (default `~/.local/state/mcpjail`).
-pub fn state_dir(home: Option<&Path>) -> Option<PathBuf> {
-    xdg_dir("XDG_STATE_HOME", home, ".local/state").map(|d| d.join("mcpjail"))
-}
-
-/// `$XDG_STATE_HOME/mcpjail-servers/<name>` (default `~/.local/state/mcpjail-servers/<name>`):
-/// the private state directory the jail gives one server. Kept apart from mcpjail's own state
-/// (pins, install records), which every server is denied.
-pub fn server_state_dir(name: &str, home: Option<&Path>) -> Option<PathBuf> {
-    let safe: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let safe = if safe.is_empty() || safe.starts_with('.') {
-        format!("_{safe}")
-    } else {
-        safe
-    };
-    xdg_dir("XDG_STATE_HOME", home, ".local/state").map(|d| d.join("mcpjail-servers").join(safe))
-}
-
-fn xdg_dir(var: &str, home: Option<&Path>, default: &str) -> Option<PathBuf> {
-    match std::env::var_os(var).map(PathBuf::from) {
-        // The XDG spec says relative values are invalid and must be ignored.
-        Some(p) if p.is_absolute() => Some(p),
-        _ => home.map(|h| h.join(default)),
-    }
-}
-
-/// Where `policy derive --write` saves and derivation looks for a server's policy file.
-/// `None` if `name` is not a plain file name or the config directory is unknown.
-pub fn default_policy_path(name: &str, home: Option<&Path>) -> Option<PathBuf> {
-    let plain = !name.is_empty()
-        && name != "."
-        && name != ".."
-        && !name.contains('/')
-        && !name.contains('\0');
-    if !plain {
-        return None;
-    }
-    config_dir(home).map(|d| d.join("servers").join(format!("{name}.toml")))
-}
-
-/// The always-denied globs for a user: credentials, MCP client configs, mcpjail's own state.
-/// Home-relative entries are made absolute (and glob-escaped) against the canonical `home`;
-/// `**/` entries apply anywhere.
-///
-/// SSH keys are listed by key type (`id_rsa*`, `id_ed25519*`, ...) rather than `id_*`, which
-/// would also deny source files like `id_utils.rs`.
-pub fn always_denied(home: Option<&Path>) -> Vec<String> {
-    let mut out: Vec<String> = [
-        "**/.env",
-        "**/.env.*",
-        "**/.envrc",
-        "**/*.pem",
-        "**/*.key",
-        "**/*.p12",
-        "**/*.pfx",
-        "**/id_rsa*",
-        "**/id_dsa*",
-        "**/id_ecdsa*",
-        "**/id_ed25519*",
-        "**/id_xmss*",
-        "**/.netrc",
-        "**/.git-credentials",
-        "**/.npmrc",
-        "**/.pypirc",
-        // MCP client configs (they hold other servers' commands and tokens).
-        "**/.mcp.json",
-        "**/.vscode/mcp.json",
-        "**/.cursor/mcp.json",
-        "**/claude_desktop_config.json",
-        "**/.claude/settings*.json",
-        "**/.gemini/settings.json",
-        "**/.codeium/windsurf/mcp_config.json",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    if let Some(home) = home {
-        let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
-        let esc = |rel: &str| format!("{}/{rel}", globset::escape(&home.to_string_lossy()));
-        for rel in [
-            ".ssh",
-            ".aws",
-            ".gnupg",
-            ".kube",
-            ".docker",
-            ".azure",
-            ".config/gcloud",
-            ".config/gh",
-            ".password-store",
-            ".claude.json",
-            ".codex/config.toml",
-            ".config/Claude",
-            ".config/Code/User/mcp.json",
-            ".config/zed/settings.json",
-        ] {
-            out.push(esc(rel));
-        }
-    }
-    for dir in [config_dir(home), state_dir(home)].into_iter().flatten() {
-        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
-        out.push(globset::escape(&dir.to_string_lossy()));
-    }
-    out
 }
 
 /// Derive the Scope for a server (see DESIGN.md "Derivation" and the module docs), without
@@ -391,7 +202,7 @@ pub fn derive_scope_with_env(
 
     // 3. Environment variables that name paths.
     for (key, value) in env {
-        if let Some((path, note)) = env_path(key, value, &ctx) {
+        if let Some((path, note)) = env_path(key, value, &ctx, &mut notes) {
             notes.push(note);
             push_entry(
                 &mut scope.write,
@@ -511,7 +322,12 @@ fn is_ambient_env(key: &str) -> bool {
 }
 
 /// A path an env var gives the server, and the note explaining the grant.
-fn env_path(key: &str, value: &str, ctx: &ResolveContext) -> Option<(PathBuf, String)> {
+fn env_path(
+    key: &str,
+    value: &str,
+    ctx: &ResolveContext,
+    notes: &mut Vec<String>,
+) -> Option<(PathBuf, String)> {
     if is_ambient_env(key) {
         return None;
     }
@@ -529,6 +345,10 @@ fn env_path(key: &str, value: &str, ctx: &ResolveContext) -> Option<(PathBuf, St
         return None;
     }
     let path = resolve(value, ctx).ok()?;
+    if let Some(why) = file_symlink_escape(value, &path, ctx) {
+        notes.push(format!("environment {key}={value}: {why}"));
+        return None;
+    }
     const SYSTEM: &[&str] = &[
         "/etc", "/usr", "/lib", "/lib64", "/bin", "/sbin", "/proc", "/sys", "/dev", "/boot",
         "/run", "/var/lib", "/opt",
@@ -550,29 +370,17 @@ fn env_path(key: &str, value: &str, ctx: &ResolveContext) -> Option<(PathBuf, St
             ),
         ));
     }
-    let parent = path.parent().map(Path::to_path_buf)?;
-    let too_broad = parent.parent().is_none()
-        || ctx
-            .home
-            .as_deref()
-            .is_some_and(|h| canonical_eq(h, &parent));
-    if too_broad || !parent.exists() {
-        Some((
-            path.clone(),
-            format!(
-                "environment {key}={value}: the server may use the file {} (its directory is not granted)",
-                path.display()
-            ),
-        ))
-    } else {
-        Some((
-            parent.clone(),
-            format!(
-                "environment {key}={value}: the server may use {} (the file's directory, for temporary files and renames)",
-                parent.display()
-            ),
-        ))
-    }
+    // The file itself, never its directory: that directory may be `~/.config` or HOME, full of
+    // other programs' files. The jail adds the directory for temp-file-and-rename writes only
+    // where that exposes nothing (see `sandbox::prepare`).
+    Some((
+        path.clone(),
+        format!(
+            "environment {key}={value}: the server may use the file {} (its directory only \
+             where the jail finds it safe to grant, for temporary files and renames)",
+            path.display()
+        ),
+    ))
 }
 
 /// What the command line says about the server.
@@ -661,6 +469,10 @@ fn analyse_command(command: &[String], ctx: &ResolveContext) -> CommandAnalysis 
             }
             continue;
         }
+        if let Some(why) = file_symlink_escape(value, &path, ctx) {
+            out.notes.push(format!("argument {a}: {why}"));
+            continue;
+        }
         if out.runtime.iter().any(|r| path.starts_with(r)) {
             out.notes.push(format!(
                 "argument {a} is inside the server's runtime ({}); not data scope",
@@ -673,6 +485,40 @@ fn analyse_command(command: &[String], ctx: &ResolveContext) -> CommandAnalysis 
         }
     }
     out
+}
+
+/// A file scope named as `value` whose last component is a symlink to a file in another
+/// directory: a server that can write next to its file could have replaced the file with a link
+/// (`memory.jsonl -> ~/.bashrc`), and following it would grant the link's target at the next
+/// start. Refused, with the reason. A symlinked *directory* (`~/proj -> /data/proj`) is the
+/// user's own layout and is followed as before.
+fn file_symlink_escape(value: &str, canonical: &Path, ctx: &ResolveContext) -> Option<String> {
+    let value = value.strip_prefix("file://").unwrap_or(value);
+    let lexical = match (value.strip_prefix("~/"), ctx.home.as_deref()) {
+        (Some(rest), Some(h)) => h.join(rest),
+        _ => match (value.strip_prefix("$HOME/"), ctx.home.as_deref()) {
+            (Some(rest), Some(h)) => h.join(rest),
+            _ => ctx.cwd.join(value),
+        },
+    };
+    let meta = std::fs::symlink_metadata(&lexical).ok()?;
+    if !meta.file_type().is_symlink() || canonical.is_dir() {
+        return None;
+    }
+    let declared = lexical
+        .parent()
+        .and_then(|d| std::fs::canonicalize(d).ok())?;
+    if canonical.parent() == Some(declared.as_path()) {
+        return None;
+    }
+    Some(format!(
+        "{} is a symlink to {}, outside its directory {}; not granted (a file scope must be the \
+         file itself: a server could have replaced its file with a link; hint: name the target \
+         directly if you mean it)",
+        lexical.display(),
+        canonical.display(),
+        declared.display()
+    ))
 }
 
 /// `program` as the OS would find it: a path if it has a `/`, else the first match on `PATH`.
@@ -1057,7 +903,10 @@ mod tests {
         let d = derive_scope_with_env(&i, &env).unwrap();
         assert_eq!(
             paths(&d.scope.write),
-            vec![f.root.join("data"), f.root.join("home/notes.md")]
+            vec![
+                f.root.join("data/memory.json"),
+                f.root.join("home/notes.md")
+            ]
         );
         assert!(d.notes.iter().any(|n| n.contains("MEMORY_FILE_PATH")));
     }

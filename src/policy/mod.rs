@@ -10,7 +10,9 @@
 //! * [`detect`] — which tool arguments carry paths (schema names, `format`, value heuristics).
 //! * [`scope`] — the Scope type and its allow/deny checks.
 //! * [`command`] — the server command line, parsed once (launcher, script, package, args).
+//! * [`deny`] — the fixed lists: MCP client configs (denied) and protected names (read-only).
 //! * [`derive`] — building a Scope from policy file, argv, flags and client roots.
+//! * [`file`] — the policy file format; [`xdg`] — mcpjail's config and state paths.
 //! * [`check`] — one path argument against a Scope (resolve, pick the access, check).
 //! * [`pins`] — tool pinning (rug-pull detection) and its state files.
 //! * [`export`] — the Scope in srt, nono and landrun formats.
@@ -20,15 +22,19 @@
 
 pub mod check;
 pub mod command;
+pub mod deny;
 pub mod derive;
 pub mod detect;
 pub mod export;
+pub mod file;
 pub mod pins;
 pub mod resolve;
 pub mod scope;
+pub mod xdg;
 
 pub use check::{access_for, check_argument, check_argument_with, ArgumentDenial};
 pub use command::{package_name, Launcher, Runner, ServerCommand};
+pub use deny::{is_protected_name, CLIENT_CONFIGS, PROTECTED, PROTECTED_NAMES};
 pub use derive::{
     always_denied, default_policy_path, derive_scope, derive_scope_with_env, runtime_paths,
     server_state_dir, DeriveError, DeriveInputs, Derived, PolicyFile, ToolPolicy,

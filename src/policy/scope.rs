@@ -82,6 +82,10 @@ pub enum DenyReason {
     DeniedPattern(String),
     /// A write by a tool the server declares read-only.
     ReadOnlyTool,
+    /// A write to a protected name (code or settings something else runs later: git hooks,
+    /// `.git/config`, shell rc files, editor and agent settings; see `policy::deny`): the
+    /// pattern. Reading it stays allowed.
+    Protected(String),
 }
 
 /// A refused path, with everything a message to the model needs.
@@ -103,6 +107,11 @@ impl Scope {
         };
         if let Some(pattern) = self.denied_by(path) {
             return Err(deny(DenyReason::DeniedPattern(pattern)));
+        }
+        if access == Access::Write {
+            if let Some(pattern) = protected_by(path) {
+                return Err(deny(DenyReason::Protected(pattern)));
+            }
         }
         let allowed = match access {
             Access::Read => under_any(path, &self.read) || under_any(path, &self.write),
@@ -219,6 +228,25 @@ impl Scope {
     }
 }
 
+/// The protected pattern (`policy::deny::PROTECTED`) `path` or one of its ancestors matches.
+pub fn protected_by(path: &Path) -> Option<String> {
+    static SET: std::sync::OnceLock<Option<GlobSet>> = std::sync::OnceLock::new();
+    let set = SET.get_or_init(|| {
+        let mut builder = GlobSetBuilder::new();
+        for p in super::deny::PROTECTED {
+            builder.add(build_glob(p).ok()?);
+            builder.add(build_glob(&format!("{p}/**")).ok()?);
+        }
+        builder.build().ok()
+    });
+    let Some(set) = set.as_ref() else {
+        // The list is fixed and tested to compile; fail closed all the same.
+        return Some("(protected names)".into());
+    };
+    let i = set.matches(path).first().copied()?;
+    super::deny::PROTECTED.get(i / 2).map(|p| p.to_string())
+}
+
 /// Component-wise prefix: `Path::starts_with` compares whole components.
 fn under_any(path: &Path, entries: &[ScopeEntry]) -> bool {
     entries.iter().any(|e| path.starts_with(&e.path))
@@ -268,6 +296,32 @@ fn compiled_deny_set(patterns: &[String]) -> Result<Arc<GlobSet>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn protected_names_are_readable_but_not_writable_at_any_depth() {
+        let s = scope();
+        for p in [
+            "/a/proj/.git/hooks/pre-commit",
+            "/a/proj/.git/config",
+            "/a/proj/sub/dir/.git/hooks",
+            "/a/proj/.bashrc",
+            "/a/proj/x/.vscode/tasks.json",
+            "/a/proj/.claude/commands/x.md",
+            "/a/proj/.claude/settings.local.json",
+            "/a/proj/.gitmodules",
+        ] {
+            let err = s.check(Path::new(p), Access::Write).unwrap_err();
+            assert!(matches!(err.reason, DenyReason::Protected(_)), "{p}");
+            assert!(s.check(Path::new(p), Access::Read).is_ok(), "{p}");
+        }
+        for p in [
+            "/a/proj/.git/objects/ab",
+            "/a/proj/src/config",
+            "/a/proj/.claude/notes.md",
+        ] {
+            assert!(s.check(Path::new(p), Access::Write).is_ok(), "{p}");
+        }
+    }
 
     fn entry(p: &str) -> ScopeEntry {
         ScopeEntry {

@@ -183,6 +183,14 @@ fn check_one(
                     "the tool is declared read-only and cannot write".to_string(),
                     "read_only_tool",
                 ),
+                DenyReason::Protected(p) => (
+                    format!(
+                        "matches the protected pattern `{p}`: code or settings that run later \
+                         (git hooks and config, shell rc files, editor and agent settings) are \
+                         readable but never writable"
+                    ),
+                    "protected",
+                ),
             };
             Some(Refusal {
                 argument: arg.pointer.clone(),

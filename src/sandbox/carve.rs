@@ -13,14 +13,44 @@
 //! access — the denied entry stays unreadable, but new top-level entries cannot be created,
 //! replaced or deleted there. Never is a denied entry left readable.
 //!
-//! Only the first level is examined (a full walk of a large tree at every start would be slow);
-//! deeper matches are left to the proxy's argument checks.
+//! Inside a *read-write* grant, existing **protected** names (`policy::deny::PROTECTED`: git
+//! hooks and `.git/config`, shell rc files, `.envrc`, editor and agent settings — code that
+//! something else runs later) are made read-only the same way: a read-only bind of the entry over
+//! itself, so the server reads them (git reads `.git/config`) but cannot rewrite them, and a
+//! read-only `.git/hooks` directory also refuses new hook files. Names that do not exist at start
+//! cannot be protected by the kernel without pre-creating them; they are left to the proxy's
+//! argument check, and the notes say so.
+//!
+//! The tree under each grant is walked to a bounded depth ([`WALK_DEPTH`] levels below the
+//! grant, at most [`WALK_ENTRIES`] entries per grant), skipping dependency and build trees
+//! (`node_modules`, `.venv`, `target`...) and looking inside `.git` only at `hooks` and `config`.
+//! Symlinks are never followed by the walk; a denied or protected symlink is covered at its
+//! target only when that target lies inside the grant. Deeper matches, and everything past the
+//! entry cap, are left to the proxy's argument checks, and the notes say where the walk stopped.
+//! List-only carving (the fallback) can only carve the first level.
 
 use std::path::{Path, PathBuf};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use super::{Enforcement, Grant, GrantAccess, LayerReport};
+use crate::policy::is_protected_name;
+
+/// How many levels below a grant the walk looks for denied and protected names.
+pub const WALK_DEPTH: usize = 3;
+/// At most this many directory entries are examined per grant.
+pub const WALK_ENTRIES: usize = 4_000;
+/// Dependency, build and cache trees: large, rebuilt by tools, not where secrets or hooks live.
+const WALK_SKIP: &[&str] = &[
+    "node_modules",
+    ".venv",
+    "venv",
+    "target",
+    "__pycache__",
+    ".tox",
+    ".mypy_cache",
+    ".cache",
+];
 
 /// Compile deny patterns; `~` and `$HOME` are expanded. Bad patterns are reported and skipped.
 pub fn deny_set(
@@ -63,6 +93,9 @@ pub enum MaskKind {
     File,
     /// A directory: an empty, read-only tmpfs with mode 000 over it.
     Dir,
+    /// A protected name (file or directory): a read-only bind of itself over itself. Reads work;
+    /// writing, creating inside, renaming over or unlinking it fail (EROFS / EBUSY).
+    ReadOnly,
 }
 
 impl MaskKind {
@@ -70,6 +103,7 @@ impl MaskKind {
         match self {
             MaskKind::File => "read-only /dev/null bind",
             MaskKind::Dir => "empty read-only tmpfs",
+            MaskKind::ReadOnly => "read-only bind of itself",
         }
     }
 }
@@ -100,6 +134,9 @@ struct Carved {
     denied: Vec<Mask>,
     /// The other first-level entries (granted one by one by list-only carving).
     others: Vec<PathBuf>,
+    /// How many of `denied` lie deeper than the first level (list-only carving cannot cover
+    /// them).
+    deep: usize,
 }
 
 /// The scope grants with the denied entries found directly inside them.
@@ -119,10 +156,11 @@ pub struct Settled {
 }
 
 impl CarvePlan {
-    /// Examine `grant` (a scope path): entries directly inside it that match `deny` are noted
-    /// for masking. A grant that itself matches `deny` is dropped.
-    pub fn add(&mut self, grant: Grant, deny: &GlobSet, notes: &mut Vec<String>) {
-        if deny.is_match(&grant.path) {
+    /// Examine `grant` (a scope path): entries inside it (to [`WALK_DEPTH`] levels) that match
+    /// `deny` are noted for masking, and in a read-write grant the existing protected names for
+    /// a read-only bind. A grant that itself matches `deny` is dropped.
+    pub fn add(&mut self, grant: Grant, deny: Option<&GlobSet>, notes: &mut Vec<String>) {
+        if deny.is_some_and(|d| d.is_match(&grant.path)) {
             notes.push(format!(
                 "{} matches a deny pattern: not granted at all",
                 grant.path.display()
@@ -133,22 +171,39 @@ impl CarvePlan {
             grant,
             denied: Vec::new(),
             others: Vec::new(),
+            deep: 0,
         };
         if carved.grant.path.is_dir() {
-            if let Ok(entries) = std::fs::read_dir(&carved.grant.path) {
-                for entry in entries.flatten() {
-                    let p = entry.path();
-                    if !deny.is_match(&p) {
-                        carved.others.push(p);
-                        continue;
-                    }
-                    if let Some(mask) = mask_for(&p, &carved.grant.path, notes) {
-                        carved.denied.push(mask);
-                    }
-                }
+            let protect = carved.grant.access == GrantAccess::ReadWrite;
+            let mut walk = Walk {
+                root: carved.grant.path.clone(),
+                deny,
+                protect,
+                budget: WALK_ENTRIES,
+                carved: &mut carved,
+                notes,
+            };
+            let root = walk.root.clone();
+            walk.dir(&root, 1);
+            if protect {
+                walk.notes.push(format!(
+                    "protected names (git hooks and config, shell rc files, editor and agent \
+                     settings) that do not exist in {} when the server starts, or lie deeper than \
+                     {WALK_DEPTH} levels, are refused by the proxy only: the kernel cannot protect \
+                     a name inside a writable directory without pre-creating it",
+                    root.display()
+                ));
+            }
+            if walk.budget == 0 {
+                notes.push(format!(
+                    "{}: more than {WALK_ENTRIES} entries; denied and protected names past \
+                     that are refused by the proxy only",
+                    root.display()
+                ));
             }
         }
         carved.denied.sort_by(|a, b| a.path.cmp(&b.path));
+        carved.denied.dedup_by(|a, b| a.path == b.path);
         carved.others.sort();
         self.carved.push(carved);
     }
@@ -177,6 +232,7 @@ impl CarvePlan {
         let masks = self.masks();
         let mut grants = Vec::new();
         let mut details = Vec::new();
+        let mut uncovered = false;
         for carved in self.carved {
             if carved.denied.is_empty() {
                 grants.push(carved.grant);
@@ -207,8 +263,29 @@ impl CarvePlan {
                     grants.push(carved.grant);
                 }
                 MaskSupport::Unavailable { why } => {
-                    let listed = carved
+                    let root = carved.grant.path.clone();
+                    let (first, deep): (Vec<Mask>, Vec<Mask>) = carved
                         .denied
+                        .into_iter()
+                        .partition(|m| m.path.parent() == Some(root.as_path()));
+                    if !deep.is_empty() {
+                        uncovered = true;
+                        let listed = deep
+                            .iter()
+                            .map(|m| m.path.display().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ");
+                        notes.push(format!(
+                            "NOT covered by the jail in {dir} ({why}; list-only carving reaches \
+                             the first level only): {listed}; refused by the proxy only"
+                        ));
+                        details.push(format!("{listed} not covered by the jail ({why})"));
+                    }
+                    if first.is_empty() {
+                        grants.push(carved.grant);
+                        continue;
+                    }
+                    let listed = first
                         .iter()
                         .map(|m| m.path.display().to_string())
                         .collect::<Vec<_>>()
@@ -229,7 +306,20 @@ impl CarvePlan {
                         access: GrantAccess::List,
                         why: format!("{} (list only: denied names inside)", carved.grant.why),
                     });
+                    // Protected names stay readable: Landlock grants them read-only.
+                    for m in first.iter().filter(|m| m.kind == MaskKind::ReadOnly) {
+                        grants.push(Grant {
+                            path: m.path.clone(),
+                            access: GrantAccess::Read,
+                            why: format!("{} (protected: read-only)", carved.grant.why),
+                        });
+                    }
                     for p in carved.others {
+                        // A symlink needs no grant of its own (reading a link is free); granting
+                        // it would open its target, which may lie anywhere.
+                        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
+                            continue;
+                        }
                         grants.push(Grant {
                             path: p,
                             access: carved.grant.access,
@@ -241,7 +331,11 @@ impl CarvePlan {
         }
         let layer = (!details.is_empty()).then(|| LayerReport {
             layer: "carve".into(),
-            enforcement: Enforcement::Fully,
+            enforcement: if uncovered {
+                Enforcement::Partially
+            } else {
+                Enforcement::Fully
+            },
             detail: details.join("; "),
         });
         let masks = match support {
@@ -256,6 +350,65 @@ impl CarvePlan {
     }
 }
 
+/// The bounded walk of one grant (see the module docs).
+struct Walk<'a> {
+    root: PathBuf,
+    deny: Option<&'a GlobSet>,
+    protect: bool,
+    budget: usize,
+    carved: &'a mut Carved,
+    notes: &'a mut Vec<String>,
+}
+
+impl Walk<'_> {
+    fn dir(&mut self, dir: &Path, depth: usize) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let parent = dir.file_name().and_then(|n| n.to_str());
+        let in_git = parent == Some(".git");
+        for entry in entries.flatten() {
+            if self.budget == 0 {
+                return;
+            }
+            self.budget -= 1;
+            let p = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if self.deny.is_some_and(|d| d.is_match(&p)) {
+                if let Some(mask) = mask_for(&p, &self.root, MaskKind::File, self.notes) {
+                    self.carved.deep += usize::from(depth > 1);
+                    self.carved.denied.push(mask);
+                }
+                continue;
+            }
+            if self.protect && is_protected_name(parent, &name) {
+                if let Some(mask) = mask_for(&p, &self.root, MaskKind::ReadOnly, self.notes) {
+                    self.carved.deep += usize::from(depth > 1);
+                    self.carved.denied.push(mask);
+                }
+                // A protected directory is read-only as a whole; denied names inside it are
+                // still masked (mounted first: deepest first).
+            } else if depth == 1 {
+                self.carved.others.push(p.clone());
+            }
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            if in_git || !is_dir || WALK_SKIP.contains(&name.as_ref()) {
+                continue;
+            }
+            if name == ".git" {
+                // Only `hooks` and `config` matter inside `.git` (two names: looked at even at
+                // the depth limit); never its object store.
+                self.dir(&p, WALK_DEPTH + 1);
+                continue;
+            }
+            if depth < WALK_DEPTH {
+                self.dir(&p, depth + 1);
+            }
+        }
+    }
+}
+
 fn access_words(access: GrantAccess) -> &'static str {
     match access {
         GrantAccess::List => "list-only",
@@ -265,10 +418,10 @@ fn access_words(access: GrantAccess) -> &'static str {
     }
 }
 
-/// The mask for a denied entry `p` found directly inside `dir`. A symlink is masked at its
-/// target (a mount follows it anyway) when that target lies inside `dir`; elsewhere the target
-/// is judged by its own grants, and the note says so.
-fn mask_for(p: &Path, dir: &Path, notes: &mut Vec<String>) -> Option<Mask> {
+/// The mask for a denied (`kind` File) or protected (`kind` ReadOnly) entry `p` found inside
+/// `dir`. A symlink is masked at its target (a mount follows it anyway) when that target lies
+/// inside `dir`; elsewhere the target is judged by its own grants, and the note says so.
+fn mask_for(p: &Path, dir: &Path, kind: MaskKind, notes: &mut Vec<String>) -> Option<Mask> {
     let link = std::fs::symlink_metadata(p).ok()?;
     let (path, meta) = if link.file_type().is_symlink() {
         match std::fs::canonicalize(p).and_then(|t| std::fs::metadata(&t).map(|m| (t, m))) {
@@ -288,14 +441,12 @@ fn mask_for(p: &Path, dir: &Path, notes: &mut Vec<String>) -> Option<Mask> {
     } else {
         (p.to_path_buf(), link)
     };
-    Some(Mask {
-        path,
-        kind: if meta.is_dir() {
-            MaskKind::Dir
-        } else {
-            MaskKind::File
-        },
-    })
+    let kind = match kind {
+        MaskKind::ReadOnly => MaskKind::ReadOnly,
+        _ if meta.is_dir() => MaskKind::Dir,
+        _ => MaskKind::File,
+    };
+    Some(Mask { path, kind })
 }
 
 #[cfg(test)]
@@ -327,7 +478,7 @@ mod tests {
                 access: GrantAccess::ReadWrite,
                 why: "scope (write)".into(),
             },
-            set,
+            Some(set),
             &mut Vec::new(),
         );
         plan
@@ -400,7 +551,7 @@ mod tests {
                 access: GrantAccess::Read,
                 why: "scope (read)".into(),
             },
-            &set,
+            Some(&set),
             &mut notes,
         );
         let masks = p.masks();
@@ -409,6 +560,40 @@ mod tests {
         // Deepest first.
         assert_eq!(masks[0].path, d.join("src/real"));
         assert!(notes.iter().any(|n| n.contains(".env.out")));
+    }
+
+    #[test]
+    fn the_walk_is_bounded_and_protects_only_in_write_grants() {
+        let (_tmp, d, set) = project();
+        for rel in ["a/.env", "a/b/.env", "a/b/c/.env", "node_modules/x/.env"] {
+            std::fs::create_dir_all(d.join(rel).parent().unwrap()).unwrap();
+            std::fs::write(d.join(rel), "S=1").unwrap();
+        }
+        std::fs::create_dir_all(d.join("x/y/.git/hooks")).unwrap();
+        std::fs::create_dir_all(d.join(".git/objects/.env")).unwrap();
+        let masks = plan(&d, &set).masks();
+        let has = |rel: &str| masks.iter().any(|m| m.path == d.join(rel));
+        assert!(has("a/.env") && has("a/b/.env"));
+        assert!(!has("a/b/c/.env"), "deeper than WALK_DEPTH");
+        assert!(!has("node_modules/x/.env"), "dependency trees are skipped");
+        assert!(
+            !has(".git/objects/.env"),
+            "only hooks and config inside .git"
+        );
+        let hooks = masks.iter().find(|m| m.path == d.join("x/y/.git/hooks"));
+        assert_eq!(hooks.map(|m| m.kind), Some(MaskKind::ReadOnly));
+
+        let mut read = CarvePlan::default();
+        read.add(
+            Grant {
+                path: d.clone(),
+                access: GrantAccess::Read,
+                why: "scope (read)".into(),
+            },
+            Some(&set),
+            &mut Vec::new(),
+        );
+        assert!(!read.masks().iter().any(|m| m.kind == MaskKind::ReadOnly));
     }
 
     #[test]
@@ -422,7 +607,7 @@ mod tests {
                 access: GrantAccess::Read,
                 why: "scope (read)".into(),
             },
-            &set,
+            Some(&set),
             &mut notes,
         );
         let settled = p.settle(&MaskSupport::Mounts { how: "t".into() }, &mut notes);

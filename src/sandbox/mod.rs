@@ -17,6 +17,7 @@ mod carve;
 mod env;
 mod explain;
 pub mod launcher;
+mod planted;
 mod report;
 pub mod runtime;
 pub mod seatbelt;
@@ -223,8 +224,22 @@ pub fn prepare_with_env(
     // Runtime grants can be a project's own directory (a script's siblings): denied names in it
     // (`.env`) are carved out as in scope directories.
     for g in rt.grants.iter().cloned() {
+        if let Some(note) = planted::runtime_grant(&g, &rt.from_files, scope) {
+            tracing::warn!("jail: {note}");
+            notes.push(note);
+            continue;
+        }
+        if let Some(set) = &deny {
+            if g.path.ancestors().any(|a| set.is_match(a)) {
+                notes.push(format!(
+                    "runtime path {} matches a deny pattern: not granted",
+                    g.path.display()
+                ));
+                continue;
+            }
+        }
         match &deny {
-            Some(set) if g.access == GrantAccess::Read => carved.add(g, set, &mut notes),
+            Some(set) if g.access == GrantAccess::Read => carved.add(g, Some(set), &mut notes),
             _ => grants.push(g),
         }
     }
@@ -274,6 +289,13 @@ pub fn prepare_with_env(
                 .map(|e| (e, GrantAccess::ReadExec, "scope (exec)")),
         );
     for (entry, access, why) in scope_grants {
+        if entry.source != ScopeSource::Runtime {
+            if let Some(changed) = planted::changed_since_derived(&entry.path) {
+                tracing::warn!("jail: {changed}");
+                notes.push(changed);
+                continue;
+            }
+        }
         // The jail's own runtime discovery is the authority for runtime paths: it is narrower
         // than a prefix guess (`<prefix>/bin/server` must not open all of `<prefix>`, which for
         // `~/.local/bin` or `~/.cargo/bin` would expose `~/.local/share` or cargo credentials).
@@ -302,7 +324,10 @@ pub fn prepare_with_env(
             // and an existing one cannot be replaced atomically (write a temp sibling, rename)
             // without rights on its directory. Grant the directory, unless that is too wide.
             match entry.path.parent() {
-                Some(parent) if parent.is_dir() && !runtime::too_wide(parent, home.as_deref()) => {
+                Some(parent)
+                    if parent.is_dir()
+                        && planted::sensitive_dir(parent, home.as_deref(), base_env).is_none() =>
+                {
                     notes.push(format!(
                         "write scope {} is a file: its directory {} is granted read-write (Landlock \
                          cannot grant creating or atomically replacing a single file)",
@@ -312,17 +337,23 @@ pub fn prepare_with_env(
                     g.path = parent.to_path_buf();
                     g.why = format!("scope (write): directory of {}", entry.path.display());
                 }
-                _ => notes.push(format!(
-                    "write scope {} is a file in a directory too wide to grant: only the existing \
-                     file is writable; the server cannot create or atomically replace it",
-                    entry.path.display()
-                )),
+                Some(parent) => {
+                    let why = planted::sensitive_dir(parent, home.as_deref(), base_env)
+                        .unwrap_or_else(|| "it does not exist".into());
+                    notes.push(format!(
+                        "write scope {} is a file in {}, which is not granted ({why}): only the \
+                         existing file is writable; the server cannot create it or replace it \
+                         atomically (temp file + rename) there (hint: give the server a \
+                         directory of its own, e.g. point the variable or argument at a file in \
+                         a dedicated directory such as ~/.local/share/<server>/)",
+                        entry.path.display(),
+                        parent.display()
+                    ));
+                }
+                None => {}
             }
         }
-        match &deny {
-            Some(set) => carved.add(g, set, &mut notes),
-            None => grants.push(g),
-        }
+        carved.add(g, deny.as_ref(), &mut notes);
     }
     let masks = carved.masks();
     let support = if masks.is_empty() {

@@ -31,6 +31,10 @@ pub struct Runtime {
     pub pyenv_bin: Option<PathBuf>,
     pub grants: Vec<Grant>,
     pub notes: Vec<String>,
+    /// Grants whose path was read out of a file rather than found on disk (`pyvenv.cfg`'s
+    /// `home`): `(granted path, the file it came from)`. The jail refuses them when that file
+    /// lies in write scope, where the server could have rewritten it.
+    pub from_files: Vec<(PathBuf, PathBuf)>,
 }
 
 /// Read-only system locations a dynamically linked program and its TLS stack need.
@@ -421,6 +425,8 @@ fn add_venv(as_called: &Path, home: Option<&Path>, rt: &mut Runtime) {
                         GrantAccess::ReadExec,
                         "python base prefix (pyvenv.cfg home)",
                     ));
+                    rt.from_files
+                        .push((base.to_path_buf(), venv.join("pyvenv.cfg")));
                 }
             }
         }

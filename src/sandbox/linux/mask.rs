@@ -2,7 +2,8 @@
 //!
 //! [`crate::sandbox::carve`] decides *what* is masked; this module does it, in the child before
 //! Landlock and seccomp: enter a private mount namespace, make every mount private (so nothing
-//! propagates back to the host), then cover each denied file with a read-only, `nodev` bind of
+//! propagates back to the host), make each protected name read-only with a bind of itself over
+//! itself remounted read-only, then cover each denied file with a read-only, `nodev` bind of
 //! `/dev/null` (opening it fails with EACCES, writing too; renaming or unlinking it fails with
 //! EBUSY) and each denied directory with an empty read-only tmpfs (mode 000). The server cannot
 //! undo a mask: the seccomp filter denies `mount`, `umount2`, `move_mount`, `open_tree`,
@@ -82,6 +83,7 @@ pub enum MaskStep {
     BindDevNull,
     RemountReadOnly,
     MountTmpfs,
+    BindSelf,
 }
 
 impl MaskStep {
@@ -95,6 +97,7 @@ impl MaskStep {
             6 => MaskStep::BindDevNull,
             7 => MaskStep::RemountReadOnly,
             8 => MaskStep::MountTmpfs,
+            9 => MaskStep::BindSelf,
             _ => return None,
         })
     }
@@ -175,6 +178,25 @@ impl MaskPlan {
                     )
                     .map_err(MaskFailure::at(MaskStep::RemountReadOnly, i))?;
                 }
+                MaskKind::ReadOnly => {
+                    // Recursive, so masks already mounted inside it (deepest first) come along.
+                    sys::mount(
+                        Some(path.as_c_str()),
+                        path,
+                        None,
+                        libc::MS_BIND | libc::MS_REC,
+                        None,
+                    )
+                    .map_err(MaskFailure::at(MaskStep::BindSelf, i))?;
+                    sys::mount(
+                        None,
+                        path,
+                        None,
+                        libc::MS_BIND | libc::MS_REMOUNT | MASK_FLAGS,
+                        None,
+                    )
+                    .map_err(MaskFailure::at(MaskStep::RemountReadOnly, i))?;
+                }
                 MaskKind::Dir => {
                     sys::mount(
                         Some(TMPFS),
@@ -243,6 +265,7 @@ impl MaskPlan {
             MaskStep::BindDevNull => format!("binding /dev/null over {path}"),
             MaskStep::RemountReadOnly => format!("remounting the mask on {path} read-only"),
             MaskStep::MountTmpfs => format!("mounting an empty tmpfs over {path}"),
+            MaskStep::BindSelf => format!("binding {path} over itself (read-only)"),
         };
         format!("{what} failed in a private mount namespace ({err})")
     }

@@ -1,0 +1,58 @@
+//! Where mcpjail keeps its own files: `$XDG_CONFIG_HOME/mcpjail` (policy files),
+//! `$XDG_STATE_HOME/mcpjail` (pins, install records) and each server's private state directory.
+
+use std::path::{Path, PathBuf};
+
+/// `$XDG_CONFIG_HOME/mcpjail` (default `~/.config/mcpjail`).
+pub fn config_dir(home: Option<&Path>) -> Option<PathBuf> {
+    xdg_dir("XDG_CONFIG_HOME", home, ".config").map(|d| d.join("mcpjail"))
+}
+
+/// `$XDG_STATE_HOME/mcpjail` (default `~/.local/state/mcpjail`).
+pub fn state_dir(home: Option<&Path>) -> Option<PathBuf> {
+    xdg_dir("XDG_STATE_HOME", home, ".local/state").map(|d| d.join("mcpjail"))
+}
+
+/// `$XDG_STATE_HOME/mcpjail-servers/<name>` (default `~/.local/state/mcpjail-servers/<name>`):
+/// the private state directory the jail gives one server. Kept apart from mcpjail's own state
+/// (pins, install records), which every server is denied.
+pub fn server_state_dir(name: &str, home: Option<&Path>) -> Option<PathBuf> {
+    let safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let safe = if safe.is_empty() || safe.starts_with('.') {
+        format!("_{safe}")
+    } else {
+        safe
+    };
+    xdg_dir("XDG_STATE_HOME", home, ".local/state").map(|d| d.join("mcpjail-servers").join(safe))
+}
+
+fn xdg_dir(var: &str, home: Option<&Path>, default: &str) -> Option<PathBuf> {
+    match std::env::var_os(var).map(PathBuf::from) {
+        // The XDG spec says relative values are invalid and must be ignored.
+        Some(p) if p.is_absolute() => Some(p),
+        _ => home.map(|h| h.join(default)),
+    }
+}
+
+/// Where `policy derive --write` saves and derivation looks for a server's policy file.
+/// `None` if `name` is not a plain file name or the config directory is unknown.
+pub fn default_policy_path(name: &str, home: Option<&Path>) -> Option<PathBuf> {
+    let plain = !name.is_empty()
+        && name != "."
+        && name != ".."
+        && !name.contains('/')
+        && !name.contains('\0');
+    if !plain {
+        return None;
+    }
+    config_dir(home).map(|d| d.join("servers").join(format!("{name}.toml")))
+}

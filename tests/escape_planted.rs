@@ -1,0 +1,665 @@
+//! Issue 9, classes 3 and 4: what a server can plant in the files it may write.
+//!
+//! * Class 3 — grants decided by files the server controls: a symlink planted in scope, a
+//!   rewritten `.venv/pyvenv.cfg`, a file scope replaced by a symlink, a file scope whose
+//!   directory is `~/.config`. None of them may widen the next jail.
+//! * Class 4 — code that runs later: git hooks and `.git/config`, shell rc files, editor and
+//!   agent settings inside write scope stay readable but not writable (proxy and kernel), and
+//!   credentials below the first level of a scope directory are unreadable.
+//!
+//! Every jailed claim has a control: the same attempt unjailed (or without the fix's trigger)
+//! reaches the target. The server is `/usr/bin/python3 -c PROBE` run in a fresh child; the
+//! class-4 test also runs the whole jail as an unprivileged uid (nobody) through `setpriv`.
+
+#![cfg(target_os = "linux")]
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use mcpjail::policy::{self, Access, DenyReason, Scope, ScopeEntry, ScopeSource};
+use mcpjail::sandbox::{self, JailOptions};
+
+/// argv[1] is a JSON list of `[name, op, path]`: op is `read`, `append`, `create`, `replace`
+/// (temp sibling + rename) or `list`. Prints `{name: "OK[:content]" | "ERR:<errno>"}`.
+const PROBE: &str = r##"
+import errno, json, os, sys
+out = {}
+for name, op, p in json.loads(sys.argv[1]):
+    try:
+        if op == "read":
+            with open(p) as f:
+                r = f.read()
+        elif op == "append":
+            with open(p, "a") as f:
+                f.write("\n# planted\n")
+            r = None
+        elif op == "create":
+            with open(p, "x") as f:
+                f.write("#!/bin/sh\necho planted\n")
+            r = None
+        elif op == "replace":
+            with open(p + ".tmp", "w") as f:
+                f.write("replaced")
+            os.rename(p + ".tmp", p)
+            r = None
+        elif op == "list":
+            r = ",".join(sorted(os.listdir(p)))
+        out[name] = "OK" + ("" if r is None else ":" + r)
+    except OSError as e:
+        out[name] = "ERR:" + errno.errorcode.get(e.errno, str(e.errno))
+print(json.dumps(out))
+"##;
+
+const NOBODY: u32 = 65534;
+
+fn token() -> String {
+    let mut buf = [0u8; 8];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut buf))
+        .unwrap();
+    format!("CANARY-{:016x}", u64::from_ne_bytes(buf))
+}
+
+/// A temp root traversable by anyone (for the runs as nobody); canonical.
+fn root() -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::Builder::new()
+        .prefix("mcpjail-planted-")
+        .tempdir()
+        .unwrap();
+    std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let p = std::fs::canonicalize(t.path()).unwrap();
+    (t, p)
+}
+
+fn write(p: &Path, text: &str) {
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn chown_tree(p: &Path, uid: u32) {
+    std::os::unix::fs::lchown(p, Some(uid), Some(uid)).unwrap();
+    if std::fs::symlink_metadata(p).unwrap().is_dir() {
+        for e in std::fs::read_dir(p).unwrap() {
+            chown_tree(&e.unwrap().path(), uid);
+        }
+    }
+}
+
+fn entry(p: &Path) -> ScopeEntry {
+    ScopeEntry {
+        path: p.to_path_buf(),
+        source: ScopeSource::Flag,
+    }
+}
+
+struct Run {
+    results: BTreeMap<String, String>,
+    notes: Vec<String>,
+}
+
+impl Run {
+    fn get(&self, key: &str) -> &str {
+        self.results
+            .get(key)
+            .map(String::as_str)
+            .unwrap_or_else(|| panic!("no result for {key}: {:?}", self.results))
+    }
+}
+
+/// Run the probe with `ops` under `scope` (jailed unless `control`), program `python`.
+async fn run_with(
+    scope: &Scope,
+    python: &Path,
+    cwd: &Path,
+    home: &Path,
+    control: bool,
+    ops: &serde_json::Value,
+) -> Run {
+    let opts = JailOptions {
+        disabled: control,
+        ..JailOptions::default()
+    };
+    let env: Vec<(OsString, OsString)> = vec![
+        ("PATH".into(), "/usr/bin:/bin".into()),
+        ("HOME".into(), home.as_os_str().to_owned()),
+    ];
+    let command: Vec<String> = vec![
+        python.to_string_lossy().into_owned(),
+        "-c".into(),
+        PROBE.into(),
+        ops.to_string(),
+    ];
+    let jail = sandbox::prepare_with_env(scope, &command, cwd, &opts, &env).unwrap();
+    if !control {
+        assert!(
+            jail.report().overall() == sandbox::Enforcement::Fully,
+            "{}",
+            jail.report()
+        );
+    }
+    let mut cmd = jail.command();
+    cmd.stdin(std::process::Stdio::null()).kill_on_drop(true);
+    let out = cmd.output().await.expect("spawn the probe");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "probe failed: {}\nstdout: {stdout}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results: BTreeMap<String, String> = serde_json::from_str(stdout.trim()).unwrap();
+    println!("{}:", if control { "control" } else { "jailed" });
+    for (k, v) in &results {
+        println!("  {k:<24} {v}");
+    }
+    for n in jail.notes() {
+        println!("  note: {n}");
+    }
+    Run {
+        results,
+        notes: jail.notes().to_vec(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Class 4: protected names and deep credentials.
+
+/// A project with git metadata (its own and a nested repo's, two levels down), shell rc and
+/// editor files, and a credential three levels down.
+fn planted_project(owner: Option<u32>) -> (tempfile::TempDir, PathBuf, String) {
+    let (t, r) = root();
+    let d = r.join("proj");
+    let secret = token();
+    write(&d.join(".git/config"), "[core]\n\tbare = false\n");
+    write(&d.join(".git/hooks/pre-commit.sample"), "#!/bin/sh\n");
+    write(&d.join("libs/vendored/.git/config"), "[core]\n");
+    std::fs::create_dir_all(d.join("libs/vendored/.git/hooks")).unwrap();
+    write(&d.join(".bashrc"), "# rc\n");
+    write(&d.join(".vscode/settings.json"), "{}\n");
+    write(&d.join("pkg/.envrc"), "export X=1\n");
+    write(&d.join("a/b/.env"), &format!("API_KEY={secret}"));
+    write(&d.join("a/b/c/deeper.pem"), "not reached by the walk");
+    write(&d.join("main.txt"), "original");
+    if let Some(uid) = owner {
+        chown_tree(&d, uid);
+    }
+    (t, d, secret)
+}
+
+fn planted_ops(d: &Path) -> serde_json::Value {
+    let p = |rel: &str| d.join(rel).to_string_lossy().into_owned();
+    serde_json::json!([
+        ["read_git_config", "read", p(".git/config")],
+        ["append_git_config", "append", p(".git/config")],
+        ["replace_git_config", "replace", p(".git/config")],
+        ["create_hook", "create", p(".git/hooks/pre-commit")],
+        [
+            "create_nested_hook",
+            "create",
+            p("libs/vendored/.git/hooks/post-checkout")
+        ],
+        [
+            "append_nested_git_config",
+            "append",
+            p("libs/vendored/.git/config")
+        ],
+        ["append_bashrc", "append", p(".bashrc")],
+        ["read_bashrc", "read", p(".bashrc")],
+        [
+            "append_vscode_settings",
+            "append",
+            p(".vscode/settings.json")
+        ],
+        ["create_vscode_tasks", "create", p(".vscode/tasks.json")],
+        ["append_deep_envrc", "append", p("pkg/.envrc")],
+        ["read_deep_env", "read", p("a/b/.env")],
+        ["create_file", "create", p("new.txt")],
+        ["replace_file", "replace", p("main.txt")],
+        ["create_git_object", "create", p(".git/objects-probe")],
+    ])
+}
+
+const PROTECTED_WRITES: &[&str] = &[
+    "append_git_config",
+    "replace_git_config",
+    "create_hook",
+    "create_nested_hook",
+    "append_nested_git_config",
+    "append_bashrc",
+    "append_vscode_settings",
+    "create_vscode_tasks",
+    "append_deep_envrc",
+];
+
+fn planted_scope(d: &Path) -> Scope {
+    Scope {
+        write: vec![entry(d)],
+        deny: policy::always_denied(None),
+        ..Scope::default()
+    }
+}
+
+fn assert_planted_control(run: &Run, secret: &str) {
+    for key in PROTECTED_WRITES {
+        assert_eq!(run.get(key), "OK", "control {key}");
+    }
+    assert!(run.get("read_deep_env").contains(secret));
+}
+
+fn assert_planted_jailed(run: &Run, secret: &str) {
+    for key in PROTECTED_WRITES {
+        assert!(
+            run.get(key).starts_with("ERR"),
+            "jailed {key}: {:?}",
+            run.results
+        );
+    }
+    assert!(run.get("read_git_config").starts_with("OK:[core]"));
+    assert!(run.get("read_bashrc").starts_with("OK"));
+    assert!(run.get("read_deep_env").starts_with("ERR"));
+    assert!(!run.results.values().any(|v| v.contains(secret)));
+    // The rest of the project, and the rest of `.git`, stay writable.
+    assert_eq!(run.get("create_file"), "OK");
+    assert_eq!(run.get("replace_file"), "OK");
+    assert_eq!(run.get("create_git_object"), "OK");
+}
+
+#[tokio::test]
+async fn planted_hooks_rc_files_and_editor_settings_are_read_only_in_the_jail() {
+    let (_t, d, secret) = planted_project(None);
+    let scope = planted_scope(&d);
+    let python = Path::new("/usr/bin/python3");
+    let control = run_with(&scope, python, &d, &d, true, &planted_ops(&d)).await;
+    assert_planted_control(&control, &secret);
+
+    let (_t, d, secret) = planted_project(None);
+    let scope = planted_scope(&d);
+    let jailed = run_with(&scope, python, &d, &d, false, &planted_ops(&d)).await;
+    assert_planted_jailed(&jailed, &secret);
+    assert_eq!(
+        std::fs::read_to_string(d.join(".git/config")).unwrap(),
+        "[core]\n\tbare = false\n"
+    );
+    assert!(!d.join(".git/hooks/pre-commit").exists());
+    assert_eq!(
+        std::fs::read_to_string(d.join("main.txt")).unwrap(),
+        "replaced"
+    );
+    assert!(jailed
+        .notes
+        .iter()
+        .any(|n| n.contains(".git/hooks (read-only bind of itself)")));
+}
+
+const HELPER_DIR: &str = "MCPJAIL_PLANTED_HELPER_DIR";
+const HELPER_CONTROL: &str = "MCPJAIL_PLANTED_HELPER_CONTROL";
+
+/// Not a test on its own: the jail run as another uid (started through `setpriv` by the test
+/// below). Without the variables it does nothing.
+#[tokio::test]
+async fn helper_run_as_another_uid() {
+    let Some(dir) = std::env::var_os(HELPER_DIR) else {
+        return;
+    };
+    let d = PathBuf::from(dir);
+    let control = std::env::var_os(HELPER_CONTROL).is_some();
+    let run = run_with(
+        &planted_scope(&d),
+        Path::new("/usr/bin/python3"),
+        &d,
+        &d,
+        control,
+        &planted_ops(&d),
+    )
+    .await;
+    let out = serde_json::json!({"results": run.results, "notes": run.notes});
+    println!("PLANTED-RESULT {out}");
+}
+
+fn run_as_nobody(d: &Path, control: bool) -> Run {
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = std::process::Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&exe)
+        .args(["helper_run_as_another_uid", "--exact", "--nocapture"])
+        .env(HELPER_DIR, d);
+    if control {
+        cmd.env(HELPER_CONTROL, "1");
+    }
+    let out = cmd.output().expect("setpriv(1) from util-linux");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "helper failed: {}", out.status);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("PLANTED-RESULT "))
+        .expect("the helper's result line");
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    Run {
+        results: serde_json::from_value(v["results"].clone()).unwrap(),
+        notes: serde_json::from_value(v["notes"].clone()).unwrap(),
+    }
+}
+
+#[test]
+fn planted_names_are_read_only_for_an_unprivileged_server_too() {
+    let (_t, d, secret) = planted_project(Some(NOBODY));
+    let control = run_as_nobody(&d, true);
+    assert_planted_control(&control, &secret);
+
+    let (_t, d, secret) = planted_project(Some(NOBODY));
+    let jailed = run_as_nobody(&d, false);
+    if jailed
+        .notes
+        .iter()
+        .any(|n| n.contains("the kernel refuses a user namespace"))
+    {
+        // List-only fallback: first-level protected names are read-only by Landlock; deeper
+        // ones are proxy-only and the notes must say so.
+        assert!(jailed.get("append_bashrc").starts_with("ERR"));
+        assert!(jailed.notes.iter().any(|n| n.contains("NOT covered")));
+        return;
+    }
+    assert_planted_jailed(&jailed, &secret);
+}
+
+#[test]
+fn the_proxy_refuses_writes_to_protected_names_and_allows_reads() {
+    let (_t, d, _) = planted_project(None);
+    let scope = planted_scope(&d);
+    for rel in [
+        ".git/hooks/pre-commit",
+        ".git/config",
+        "libs/vendored/.git/hooks/x",
+        ".bashrc",
+        ".vscode/tasks.json",
+        ".idea/workspace.xml",
+        ".claude/commands/deploy.md",
+        "deep/er/.zshrc",
+    ] {
+        let p = d.join(rel);
+        let denial = scope.check(&p, Access::Write).unwrap_err();
+        assert!(
+            matches!(denial.reason, DenyReason::Protected(_)),
+            "{rel}: {denial:?}"
+        );
+        assert!(scope.check(&p, Access::Read).is_ok(), "{rel} readable");
+    }
+    // Control: ordinary files and the rest of `.git` are writable.
+    for rel in [
+        "src/main.rs",
+        ".git/HEAD",
+        ".git/refs/heads/main",
+        ".gitignore",
+    ] {
+        assert!(scope.check(&d.join(rel), Access::Write).is_ok(), "{rel}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Class 3: grants decided by files the server controls.
+
+#[tokio::test]
+async fn a_file_scope_in_dot_config_does_not_open_its_siblings() {
+    // MEMORY_FILE_PATH=~/.config/memory.jsonl must not make ~/.config writable.
+    let (_t, r) = root();
+    let home = r.join("home");
+    let memory = home.join(".config/memory.jsonl");
+    write(&memory, "{}\n");
+    write(&home.join(".config/git/config"), "[user]\n");
+    let scope = Scope {
+        write: vec![entry(&memory)],
+        ..Scope::default()
+    };
+    let p = |p: &Path| p.to_string_lossy().into_owned();
+    let ops = serde_json::json!([
+        [
+            "append_git_config",
+            "append",
+            p(&home.join(".config/git/config"))
+        ],
+        [
+            "create_sibling",
+            "create",
+            p(&home.join(".config/autostart.desktop"))
+        ],
+        ["append_memory", "append", p(&memory)],
+    ]);
+    let python = Path::new("/usr/bin/python3");
+    let control = run_with(&scope, python, &r, &home, true, &ops).await;
+    assert_eq!(control.get("append_git_config"), "OK");
+    assert_eq!(control.get("create_sibling"), "OK");
+    std::fs::remove_file(home.join(".config/autostart.desktop")).unwrap();
+
+    let jailed = run_with(&scope, python, &r, &home, false, &ops).await;
+    assert!(jailed.get("append_git_config").starts_with("ERR"));
+    assert!(jailed.get("create_sibling").starts_with("ERR"));
+    assert_eq!(jailed.get("append_memory"), "OK");
+    assert!(jailed
+        .notes
+        .iter()
+        .any(|n| n.contains("memory.jsonl is a file in") && n.contains("XDG base directory")));
+
+    // Control for the fix: a file in a directory of its own still gets its directory (atomic
+    // replace works there).
+    let own = r.join("data/memory.jsonl");
+    write(&own, "{}\n");
+    let scope = Scope {
+        write: vec![entry(&own)],
+        ..Scope::default()
+    };
+    let ops = serde_json::json!([["replace_memory", "replace", p(&own)]]);
+    let jailed = run_with(&scope, python, &r, &home, false, &ops).await;
+    assert_eq!(jailed.get("replace_memory"), "OK");
+}
+
+#[tokio::test]
+async fn a_rewritten_pyvenv_cfg_in_write_scope_grants_nothing() {
+    // The server rewrites its project's `.venv/pyvenv.cfg` to `home = <secret dir>/bin`; the
+    // next start would grant `<secret dir>` read+exec.
+    let (_t, r) = root();
+    let secret = token();
+    let secret_dir = r.join("secrets");
+    write(&secret_dir.join("bin/README"), "");
+    write(&secret_dir.join("id_token"), &secret);
+    let proj = r.join("proj");
+    let venv = proj.join(".venv");
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::os::unix::fs::symlink("/usr/bin/python3", venv.join("bin/python")).unwrap();
+    write(
+        &venv.join("pyvenv.cfg"),
+        &format!("home = {}\n", secret_dir.join("bin").display()),
+    );
+    let ops = serde_json::json!([[
+        "read_secret",
+        "read",
+        secret_dir.join("id_token").to_string_lossy()
+    ]]);
+    let python = venv.join("bin/python");
+
+    let control = run_with(
+        &Scope {
+            write: vec![entry(&proj)],
+            ..Scope::default()
+        },
+        &python,
+        &proj,
+        &r,
+        true,
+        &ops,
+    )
+    .await;
+    assert!(control.get("read_secret").contains(&secret));
+
+    // Control for the fix: with the venv outside write scope, the cfg is trusted and its home
+    // granted — the secret is reachable, which is exactly what a planted cfg would buy.
+    let trusted = run_with(
+        &Scope {
+            read: vec![entry(&proj)],
+            ..Scope::default()
+        },
+        &python,
+        &proj,
+        &r,
+        false,
+        &ops,
+    )
+    .await;
+    assert!(trusted.get("read_secret").contains(&secret));
+
+    let jailed = run_with(
+        &Scope {
+            write: vec![entry(&proj)],
+            ..Scope::default()
+        },
+        &python,
+        &proj,
+        &r,
+        false,
+        &ops,
+    )
+    .await;
+    assert!(jailed.get("read_secret").starts_with("ERR"));
+    assert!(jailed
+        .notes
+        .iter()
+        .any(|n| n.contains("pyvenv.cfg") && n.contains("write scope")));
+}
+
+#[tokio::test]
+async fn a_scope_directory_replaced_by_a_symlink_is_not_granted() {
+    // Derived as a real directory; before the respawn the server replaced it with a link.
+    let (_t, r) = root();
+    let secret = token();
+    write(&r.join("elsewhere/secret.txt"), &secret);
+    let data = r.join("proj/data");
+    write(&data.join("notes.txt"), "notes");
+    let scope = Scope {
+        write: vec![entry(&data)],
+        ..Scope::default()
+    };
+    std::fs::rename(&data, r.join("proj/data.old")).unwrap();
+    std::os::unix::fs::symlink(r.join("elsewhere"), &data).unwrap();
+    let ops = serde_json::json!([[
+        "read_through_link",
+        "read",
+        data.join("secret.txt").to_string_lossy()
+    ]]);
+    let python = Path::new("/usr/bin/python3");
+    let control = run_with(&scope, python, &r, &r, true, &ops).await;
+    assert!(control.get("read_through_link").contains(&secret));
+    let jailed = run_with(&scope, python, &r, &r, false, &ops).await;
+    assert!(jailed.get("read_through_link").starts_with("ERR"));
+    assert!(jailed
+        .notes
+        .iter()
+        .any(|n| n.contains("changed since it was derived")));
+}
+
+#[tokio::test]
+async fn list_only_carving_does_not_grant_a_planted_symlink_target() {
+    // A denied name forces carving; the fallback grants the other entries one by one, and a
+    // planted `link -> elsewhere` must not become a grant of `elsewhere`.
+    let (_t, r) = root();
+    let secret = token();
+    write(&r.join("elsewhere/secret.txt"), &secret);
+    let proj = r.join("proj");
+    write(&proj.join(".env"), "X=1");
+    write(&proj.join("main.txt"), "main");
+    std::os::unix::fs::symlink(r.join("elsewhere"), proj.join("link")).unwrap();
+    let scope = Scope {
+        write: vec![entry(&proj)],
+        deny: vec!["**/.env*".into()],
+        ..Scope::default()
+    };
+    let p = |rel: &str| proj.join(rel).to_string_lossy().into_owned();
+    let ops = serde_json::json!([
+        ["read_through_link", "read", p("link/secret.txt")],
+        ["read_main", "read", p("main.txt")],
+    ]);
+    let env: Vec<(OsString, OsString)> = vec![("PATH".into(), "/usr/bin:/bin".into())];
+    let command: Vec<String> = vec![
+        "/usr/bin/python3".into(),
+        "-c".into(),
+        PROBE.into(),
+        ops.to_string(),
+    ];
+    let mut results = Vec::new();
+    for control in [true, false] {
+        let opts = JailOptions {
+            disabled: control,
+            force_list_only_carve: true,
+            ..JailOptions::default()
+        };
+        let jail = sandbox::prepare_with_env(&scope, &command, &proj, &opts, &env).unwrap();
+        let out = jail.command().output().await.unwrap();
+        let v: BTreeMap<String, String> =
+            serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
+        println!("control={control}: {v:?}");
+        results.push(v);
+    }
+    assert!(results[0]["read_through_link"].contains(&secret));
+    assert!(results[1]["read_through_link"].starts_with("ERR"));
+    assert_eq!(results[1]["read_main"], "OK:main");
+}
+
+#[test]
+fn a_memory_file_replaced_by_a_symlink_is_not_derived_as_scope() {
+    let (_t, r) = root();
+    let home = r.join("home");
+    write(&home.join("Documents/private.txt"), "private");
+    std::fs::create_dir_all(home.join(".local/share/memory")).unwrap();
+    let link = home.join(".local/share/memory/memory.jsonl");
+    std::os::unix::fs::symlink(home.join("Documents/private.txt"), &link).unwrap();
+    let inputs = policy::DeriveInputs {
+        name: "memory".into(),
+        command: vec!["/bin/true".into()],
+        cwd: r.clone(),
+        home: Some(home.clone()),
+        policy_file: None,
+        allow_read: vec![],
+        allow_write: vec![],
+    };
+    let env = |v: &Path| vec![("MEMORY_FILE_PATH".to_string(), v.to_string_lossy().into())];
+    let d = policy::derive_scope_with_env(&inputs, &env(&link)).unwrap();
+    assert!(
+        d.notes
+            .iter()
+            .any(|n| n.contains("MEMORY_FILE_PATH") && n.contains("is a symlink to")),
+        "{:?}",
+        d.notes
+    );
+    assert!(
+        !d.scope
+            .write
+            .iter()
+            .any(|e| e.path.starts_with(home.join("Documents"))),
+        "{:?}",
+        d.scope.write
+    );
+    // Control: a real file there is granted (the file itself, not its directory).
+    let real = home.join(".local/share/memory/real.jsonl");
+    write(&real, "{}\n");
+    let d = policy::derive_scope_with_env(&inputs, &env(&real)).unwrap();
+    assert!(
+        d.scope.write.iter().any(|e| e.path == real),
+        "{:?}",
+        d.scope.write
+    );
+
+    // The same through an argv path.
+    let argv = policy::DeriveInputs {
+        command: vec!["/bin/true".into(), link.to_string_lossy().into()],
+        ..inputs
+    };
+    let d = policy::derive_scope(&argv).unwrap();
+    let all: Vec<_> = d.scope.write.iter().chain(&d.scope.read).collect();
+    assert!(
+        !all.iter()
+            .any(|e| e.path.starts_with(home.join("Documents"))),
+        "{all:?}"
+    );
+    assert!(d.notes.iter().any(|n| n.contains("is a symlink to")));
+}
