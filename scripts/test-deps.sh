@@ -180,11 +180,23 @@ install_runner_caches() {
         HOME="$dir/home" npm_config_cache="$dir/npm-cache" npm_config_before="$RESOLVE_BEFORE" \
             npm exec --yes --package="$p" -- true >>"$dir/fill.log" 2>&1 ||
             { cat "$dir/fill.log" >&2; die "npx could not install $p; hint: check the npm registry is reachable"; }
+        # With `before`, npm caches the full packument; an offline `npx -y PKG` later asks for
+        # the abbreviated one. Fetch that too (the install above is reused, nothing changes).
+        HOME="$dir/home" npm_config_cache="$dir/npm-cache" \
+            npm exec --yes --package="$p" -- true >>"$dir/fill.log" 2>&1 ||
+            { cat "$dir/fill.log" >&2; die "npx could not resolve $p; hint: check the npm registry is reachable"; }
+        # The proof the tests rely on: it now starts from the cache alone.
+        HOME="$dir/home" npm_config_cache="$dir/npm-cache" npm_config_offline=true \
+            npm exec --yes --package="$p" -- true >>"$dir/fill.log" 2>&1 ||
+            { cat "$dir/fill.log" >&2; die "$p does not start offline from the filled npm cache"; }
     done
     for p in $UVX_PACKAGES; do
         HOME="$dir/home" UV_CACHE_DIR="$dir/uv-cache" UV_EXCLUDE_NEWER="$RESOLVE_BEFORE" \
             "$ENV_DIR/uv/bin/uvx" --from "$p" true >>"$dir/fill.log" 2>&1 ||
             { cat "$dir/fill.log" >&2; die "uvx could not install $p; hint: check PyPI is reachable"; }
+        HOME="$dir/home" UV_CACHE_DIR="$dir/uv-cache" UV_EXCLUDE_NEWER="$RESOLVE_BEFORE" UV_OFFLINE=1 \
+            "$ENV_DIR/uv/bin/uvx" --from "$p" true >>"$dir/fill.log" 2>&1 ||
+            { cat "$dir/fill.log" >&2; die "$p does not start offline from the filled uv cache"; }
     done
     local scratch
     scratch="$(mktemp -d)"
