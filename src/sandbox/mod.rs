@@ -507,6 +507,33 @@ fn platform_jail(
     ))
 }
 
+/// The session a spawned server leads, if the jail made it a session leader (Linux): the
+/// proxy ends every process in it with [`signal_session`].
+pub fn led_session(pid: u32) -> Option<u32> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::led_session(pid)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
+/// Send `signal` to every process in session `sid`; how many were signalled.
+pub fn signal_session(sid: u32, signal: i32) -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        linux::signal_session(sid, signal)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (sid, signal);
+        0
+    }
+}
+
 /// What this machine can enforce (for `mcpjail doctor`).
 pub fn probe() -> KernelSupport {
     #[cfg(target_os = "linux")]

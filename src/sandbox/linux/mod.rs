@@ -27,11 +27,18 @@ use self::seccomp::SeccompPlan;
 /// instead of running unconfined).
 const RULESET_BUILD_FAILED: i32 = libc::ENOTRECOVERABLE;
 
+/// `RLIMIT_NOFILE` ceiling for a server: ample for an MCP server, a bound on what one can pin.
+const OPEN_FILES_MAX: u64 = 4096;
+/// `RLIMIT_FSIZE` ceiling: one runaway write cannot fill the disk past this per file.
+const FILE_SIZE_MAX: u64 = 4 << 30;
+
 #[derive(Debug)]
 pub struct LinuxJail {
     masks: MaskPlan,
     landlock: LandlockPlan,
     seccomp: Option<SeccompPlan>,
+    /// The highest capability number, read in the parent for the child's bounding-set drop.
+    last_cap: u32,
     report: Vec<LayerReport>,
     pub notes: Vec<String>,
 }
@@ -80,14 +87,47 @@ impl LinuxJail {
             detail: "set before exec: set-uid/set-gid binaries gain nothing".into(),
         });
         report.push(LayerReport {
-            layer: "rlimit_core".into(),
+            layer: "capabilities".into(),
             enforcement: Enforcement::Fully,
-            detail: "RLIMIT_CORE=0: no core dumps".into(),
+            detail:
+                "all dropped before exec (effective, permitted, inheritable, ambient and, when \
+                     held, the bounding set): a server run as root keeps uid 0 but no privilege"
+                    .into(),
+        });
+        report.push(LayerReport {
+            layer: "rlimits".into(),
+            enforcement: Enforcement::Fully,
+            detail: format!(
+                "core dumps off; open files <= {OPEN_FILES_MAX}; file size <= {} GiB (lowered, \
+                 never raised); no process-count limit (RLIMIT_NPROC counts all of the user's \
+                 processes: use a cgroup's pids.max)",
+                FILE_SIZE_MAX >> 30
+            ),
+        });
+        report.push(LayerReport {
+            layer: "session".into(),
+            enforcement: if seccomp.is_some() {
+                Enforcement::Fully
+            } else {
+                Enforcement::Partially
+            },
+            detail: if seccomp.is_some() {
+                "own session, no controlling terminal, stdio never a terminal, descriptors above \
+                 2 closed at exec; every process of the session is killed when the server ends \
+                 (setsid denied to it); SIGKILL if the proxy dies"
+                    .into()
+            } else {
+                "own session, no controlling terminal, descriptors above 2 closed at exec; \
+                 without seccomp a descendant can setsid() out of the session and outlive it, \
+                 and TIOCSTI is not filtered"
+                    .into()
+            },
         });
         Ok(LinuxJail {
             masks,
             landlock,
             seccomp,
+            last_cap: sys::cap_last_cap(),
             report,
             notes,
         })
@@ -113,36 +153,54 @@ impl LinuxJail {
             .map(|s| s.programs.clone())
             .unwrap_or_default();
         let masks = self.masks.clone();
+        let last_cap = self.last_cap;
+        let parent = std::process::id() as libc::pid_t;
         // SAFETY: the closure runs in the forked child before exec. It only performs raw
-        // syscalls (unshare, open/write on /proc/self, mount, setrlimit, landlock_*, prctl,
-        // seccomp) on data allocated before the fork; it takes no locks and does not allocate
-        // (errors come from errno).
+        // syscalls (setsid, prctl, ioctl/open/dup2 on stdio, unshare, open/write on /proc/self,
+        // mount, setrlimit, capget/capset, landlock_*, seccomp, close_range) on data allocated
+        // before the fork; it takes no locks and does not allocate (errors come from errno).
         unsafe {
-            cmd.pre_exec(move || child_confine(&masks, &ruleset, proc_access, &programs));
+            cmd.pre_exec(move || {
+                child_confine(&masks, &ruleset, proc_access, &programs, last_cap, parent)
+            });
         }
     }
 }
 
 const PROC_SELF: &CStr = c"/proc/self";
+const DEV_NULL: &CStr = c"/dev/null";
 
 /// Runs in the child between fork and exec. Async-signal-safe only.
 ///
 /// Masks first: they need mount rights that no_new_privs, Landlock (which refuses mount changes
 /// to a restricted process) and seccomp take away. A masking failure fails the spawn: the server
 /// never runs with a denied entry uncovered.
+///
+/// The session comes first (its own session and process group, no controlling terminal; a
+/// terminal on stdio is replaced by `/dev/null`), capabilities go after the masks (which need
+/// them), and descriptors above 2 are marked close-on-exec last (the ruleset fd is still used
+/// until then, and the spawner's error pipe must survive until `exec`).
 fn child_confine(
     masks: &MaskPlan,
     ruleset: &Result<Option<OwnedFd>, i32>,
     proc_access: u64,
     programs: &[Vec<libc::sock_filter>],
+    last_cap: u32,
+    parent: libc::pid_t,
 ) -> std::io::Result<()> {
+    sys::setsid()?;
+    sys::die_with_parent(parent)?;
+    sys::stdio_off_terminals(DEV_NULL)?;
     if !masks.is_empty() {
         masks
             .enter()
             .map_err(|f| std::io::Error::from_raw_os_error(f.errno))?;
     }
-    sys::disable_core_dumps()?;
+    sys::lower_rlimit(sys::Limit::Core, 0)?;
+    sys::lower_rlimit(sys::Limit::OpenFiles, OPEN_FILES_MAX)?;
+    sys::lower_rlimit(sys::Limit::FileSize, FILE_SIZE_MAX)?;
     sys::set_no_new_privs()?;
+    sys::drop_all_capabilities(last_cap)?;
     match ruleset {
         Err(code) => return Err(std::io::Error::from_raw_os_error(*code)),
         Ok(None) => {}
@@ -157,7 +215,22 @@ fn child_confine(
     for program in programs {
         sys::install_seccomp(program)?;
     }
+    sys::cloexec_from_3()?;
     Ok(())
+}
+
+/// Send `signal` to every process in session `sid` (the server's own session); how many.
+pub fn signal_session(sid: u32, signal: i32) -> usize {
+    match libc::pid_t::try_from(sid) {
+        Ok(sid) if sid > 1 => sys::signal_session(sid, signal),
+        _ => 0,
+    }
+}
+
+/// The session the process `pid` leads, if it leads one (a jailed server does).
+pub fn led_session(pid: u32) -> Option<u32> {
+    let pid = libc::pid_t::try_from(pid).ok().filter(|p| *p > 1)?;
+    (sys::getsid(pid)? == pid).then_some(pid as u32)
 }
 
 /// Whether denied entries inside granted directories can be masked here (probed with `masks`

@@ -79,6 +79,31 @@ const ALWAYS_DENIED: &[(&str, libc::c_long)] = &[
     ("sethostname", libc::SYS_sethostname),
     ("setdomainname", libc::SYS_setdomainname),
     ("fanotify_init", libc::SYS_fanotify_init),
+    // SysV IPC and POSIX message queues: keyed by numbers and names outside the filesystem, so
+    // Landlock does not see them; a server could attach to another process's shared memory or
+    // read its queue. No runtime we jail uses them (POSIX shared memory lives in /dev/shm,
+    // which is a path and is not granted).
+    ("shmget", libc::SYS_shmget),
+    ("shmat", libc::SYS_shmat),
+    ("shmctl", libc::SYS_shmctl),
+    ("shmdt", libc::SYS_shmdt),
+    ("msgget", libc::SYS_msgget),
+    ("msgsnd", libc::SYS_msgsnd),
+    ("msgrcv", libc::SYS_msgrcv),
+    ("msgctl", libc::SYS_msgctl),
+    ("semget", libc::SYS_semget),
+    ("semop", libc::SYS_semop),
+    ("semctl", libc::SYS_semctl),
+    ("semtimedop", libc::SYS_semtimedop),
+    ("mq_open", libc::SYS_mq_open),
+    ("mq_unlink", libc::SYS_mq_unlink),
+    ("mq_timedsend", libc::SYS_mq_timedsend),
+    ("mq_timedreceive", libc::SYS_mq_timedreceive),
+    ("mq_notify", libc::SYS_mq_notify),
+    ("mq_getsetattr", libc::SYS_mq_getsetattr),
+    // The server was made a session leader before exec so that the proxy can end everything it
+    // starts; a descendant must not leave that session.
+    ("setsid", libc::SYS_setsid),
     #[cfg(target_arch = "x86_64")]
     ("iopl", libc::SYS_iopl),
     #[cfg(target_arch = "x86_64")]
@@ -131,6 +156,11 @@ impl SeccompPlan {
         rules.insert(libc::SYS_clone, clone_rules);
         denied.push("clone(CLONE_NEW*)");
 
+        for (name, nr, rules_for) in ARGUMENT_RULES {
+            rules.insert(*nr, rules_for()?);
+            denied.push(*name);
+        }
+
         let tcp_ports = !net.tcp_connect_ports.is_empty() || !net.tcp_bind_ports.is_empty();
         let sockets_unix_only = !net.allow_all && !tcp_ports;
         if !net.allow_all {
@@ -170,6 +200,72 @@ impl SeccompPlan {
             sockets_unix_only,
         })
     }
+}
+
+/// Syscalls refused only for some arguments (for the report, a name saying which).
+type RulesFor = fn() -> Result<Vec<SeccompRule>, SeccompError>;
+const ARGUMENT_RULES: &[(&str, libc::c_long, RulesFor)] = &[
+    (
+        "ioctl(TIOCSTI|TIOCLINUX)",
+        libc::SYS_ioctl,
+        terminal_injection,
+    ),
+    ("prlimit64(pid!=0)", libc::SYS_prlimit64, arg0_not_self),
+    ("setpriority(other)", libc::SYS_setpriority, priority_other),
+    ("getpriority(other)", libc::SYS_getpriority, priority_other),
+    (
+        "sched_setaffinity(pid!=0)",
+        libc::SYS_sched_setaffinity,
+        arg0_not_self,
+    ),
+    (
+        "sched_setscheduler(pid!=0)",
+        libc::SYS_sched_setscheduler,
+        arg0_not_self,
+    ),
+    (
+        "sched_setparam(pid!=0)",
+        libc::SYS_sched_setparam,
+        arg0_not_self,
+    ),
+    (
+        "sched_setattr(pid!=0)",
+        libc::SYS_sched_setattr,
+        arg0_not_self,
+    ),
+    ("ioprio_set(other)", libc::SYS_ioprio_set, ioprio_other),
+];
+
+/// `ioctl(fd, TIOCSTI | TIOCLINUX)`: pushing keystrokes into a terminal's input (run as the
+/// user once the server exits), or console selection tricks. The request is an `unsigned int`,
+/// so only the low 32 bits are compared.
+fn terminal_injection() -> Result<Vec<SeccompRule>, SeccompError> {
+    Ok(vec![
+        SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, libc::TIOCSTI as u64)?])?,
+        SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, libc::TIOCLINUX as u64)?])?,
+    ])
+}
+
+/// A pid argument other than 0 (the caller itself): another process of the same user.
+fn arg0_not_self() -> Result<Vec<SeccompRule>, SeccompError> {
+    Ok(vec![SeccompRule::new(vec![cond(0, SeccompCmpOp::Ne, 0)?])?])
+}
+
+/// `{get,set}priority(which, who)`: only `PRIO_PROCESS` with `who == 0` names the caller alone
+/// (`PRIO_PGRP`/`PRIO_USER` with 0 mean the caller's group or user, i.e. other processes).
+fn priority_other() -> Result<Vec<SeccompRule>, SeccompError> {
+    Ok(vec![
+        SeccompRule::new(vec![cond(0, SeccompCmpOp::Ne, libc::PRIO_PROCESS as u64)?])?,
+        SeccompRule::new(vec![cond(1, SeccompCmpOp::Ne, 0)?])?,
+    ])
+}
+
+/// `ioprio_set(which, who)`: as for priorities, only `IOPRIO_WHO_PROCESS` (1) with `who == 0`.
+fn ioprio_other() -> Result<Vec<SeccompRule>, SeccompError> {
+    Ok(vec![
+        SeccompRule::new(vec![cond(0, SeccompCmpOp::Ne, 1)?])?,
+        SeccompRule::new(vec![cond(1, SeccompCmpOp::Ne, 0)?])?,
+    ])
 }
 
 fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, SeccompError> {
