@@ -118,7 +118,7 @@ enum Platform {
     /// `--no-jail`, or a platform without a jail.
     Unconfined,
     #[cfg(target_os = "linux")]
-    Linux(linux::LinuxJail),
+    Linux(Box<linux::LinuxJail>),
     /// The Seatbelt profile, run with `sandbox-exec -p`.
     #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
     Seatbelt(String),
@@ -456,7 +456,7 @@ fn platform_jail(
     let jail = linux::LinuxJail::new(grants, masks, &scope.net)?;
     notes.extend(jail.notes.iter().cloned());
     let layers = jail.report().to_vec();
-    Ok((Platform::Linux(jail), layers))
+    Ok((Platform::Linux(Box::new(jail)), layers))
 }
 
 #[cfg(target_os = "macos")]

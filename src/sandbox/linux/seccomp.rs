@@ -239,6 +239,8 @@ const ARGUMENT_RULES: &[(&str, libc::c_long, RulesFor)] = &[
 /// `ioctl(fd, TIOCSTI | TIOCLINUX)`: pushing keystrokes into a terminal's input (run as the
 /// user once the server exits), or console selection tricks. The request is an `unsigned int`,
 /// so only the low 32 bits are compared.
+// `libc::Ioctl` is `c_ulong` with glibc and `c_int` with musl.
+#[allow(clippy::unnecessary_cast)]
 fn terminal_injection() -> Result<Vec<SeccompRule>, SeccompError> {
     Ok(vec![
         SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, libc::TIOCSTI as u64)?])?,
