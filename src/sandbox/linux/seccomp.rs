@@ -104,6 +104,13 @@ const ALWAYS_DENIED: &[(&str, libc::c_long)] = &[
     // The server was made a session leader before exec so that the proxy can end everything it
     // starts; a descendant must not leave that session.
     ("setsid", libc::SYS_setsid),
+    // Landlock's execute right does not cover a memfd (an internal inode beneath no rule): a
+    // memfd written and run with execveat(AT_EMPTY_PATH) or /proc/self/fd/N would run code the
+    // jail never allowed to be executed. Neither Node nor Python needs one.
+    ("memfd_create", libc::SYS_memfd_create),
+    // Landlock does not mediate inotify: a watch on a directory outside the scope (~/.ssh)
+    // reports the names of entries created, opened and read there.
+    ("inotify_add_watch", libc::SYS_inotify_add_watch),
     #[cfg(target_arch = "x86_64")]
     ("iopl", libc::SYS_iopl),
     #[cfg(target_arch = "x86_64")]
@@ -360,4 +367,69 @@ fn with_x32_guard(program: Vec<libc::sock_filter>) -> Vec<libc::sock_filter> {
     ];
     out.extend(program);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::linux::sys;
+
+    /// `TIOCSTI` on a terminal the process holds: allowed before the filter (root may inject
+    /// into any terminal; this kernel has dev.tty.legacy_tiocsti = 1), EPERM after it. The
+    /// integration tests cannot reach this rule (a jailed server never holds a terminal), so
+    /// the filter is tried on its own here, in a throwaway child.
+    #[test]
+    fn tiocsti_and_tioclinux_are_refused_by_the_filter() {
+        let plan = SeccompPlan::compile(&NetRules::default()).unwrap();
+        let mut master: libc::c_int = -1;
+        let mut slave: libc::c_int = -1;
+        // SAFETY: valid out-pointers; the other arguments may be NULL.
+        let rc = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(rc, 0);
+        let inject = |slave: libc::c_int| -> i32 {
+            let c: u8 = b'x';
+            // SAFETY: TIOCSTI reads one byte from `c`, which lives for the call.
+            if unsafe { libc::ioctl(slave, libc::TIOCSTI, &c) } == 0 {
+                0
+            } else {
+                std::io::Error::last_os_error().raw_os_error().unwrap_or(-1)
+            }
+        };
+        let answer = sys::in_forked_child::<8>(&|| {
+            let before = inject(slave);
+            let mut after = -1;
+            if sys::set_no_new_privs().is_ok()
+                && plan
+                    .programs
+                    .iter()
+                    .all(|p| sys::install_seccomp(p).is_ok())
+            {
+                after = inject(slave);
+            }
+            let mut out = [0u8; 8];
+            out[..4].copy_from_slice(&before.to_le_bytes());
+            out[4..].copy_from_slice(&after.to_le_bytes());
+            out
+        })
+        .unwrap();
+        // SAFETY: both were opened above and are not used again.
+        unsafe {
+            libc::close(master);
+            libc::close(slave);
+        }
+        let before = i32::from_le_bytes([answer[0], answer[1], answer[2], answer[3]]);
+        let after = i32::from_le_bytes([answer[4], answer[5], answer[6], answer[7]]);
+        if sys::effective_ids().0 == 0 {
+            assert_eq!(before, 0, "control: root injects into a terminal it holds");
+        }
+        assert_eq!(after, libc::EPERM);
+    }
 }
