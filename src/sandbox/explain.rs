@@ -358,6 +358,9 @@ pub fn mentions_permission_error(text: &[u8]) -> bool {
         b"eperm",
         b"permission denied",
         b"operation not permitted",
+        // Outside the write grants the jail's mounts are read-only (the metadata class).
+        b"erofs",
+        b"read-only file system",
     ];
     NEEDLES
         .iter()

@@ -569,7 +569,7 @@ impl PreparedJail {
         }
         #[cfg(target_os = "linux")]
         if let Platform::Linux(jail) = &self.platform {
-            jail.apply(&mut cmd);
+            jail.apply(&mut cmd, &self.cwd);
         }
         cmd
     }

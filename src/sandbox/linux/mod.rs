@@ -16,7 +16,7 @@ use std::os::fd::{AsFd, OwnedFd};
 
 use crate::policy::NetRules;
 use crate::sandbox::carve::{Mask, MaskSupport};
-use crate::sandbox::{Enforcement, Grant, LayerReport, SandboxError};
+use crate::sandbox::{Enforcement, Grant, GrantAccess, LayerReport, SandboxError};
 
 pub use self::landlock::fs_rights_names;
 use self::landlock::LandlockPlan;
@@ -46,11 +46,12 @@ pub struct LinuxJail {
 impl LinuxJail {
     /// `masks` come from [`mask_support`] having answered `Mounts`.
     pub fn new(grants: &[Grant], masks: &[Mask], net: &NetRules) -> Result<Self, SandboxError> {
-        let masks = MaskPlan::new(masks)?;
         let abi = sys::landlock_abi();
         let (landlock, notes) = LandlockPlan::open(grants, net, abi)
             .map_err(|e| SandboxError::Prepare(e.to_string()))?;
         let mut report = landlock.report();
+        let (masks, metadata) = read_only_outside_writes(MaskPlan::new(masks)?, grants)?;
+        report.push(metadata);
 
         let seccomp = if sys::seccomp_filter_available() {
             let plan =
@@ -137,8 +138,13 @@ impl LinuxJail {
         &self.report
     }
 
-    /// Install the child-side hook on `cmd`.
-    pub fn apply(&self, cmd: &mut tokio::process::Command) {
+    /// Install the child-side hook on `cmd`, which runs in `cwd`.
+    pub fn apply(&self, cmd: &mut tokio::process::Command, cwd: &std::path::Path) {
+        // The working directory is entered before the hook runs, on the mounts as they were:
+        // once the write grants are bound onto themselves it must be entered again, or relative
+        // paths would reach the covered (read-only, unmasked) mount underneath.
+        let cwd =
+            std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(cwd.as_os_str())).ok();
         let ruleset: Result<Option<OwnedFd>, i32> = match self.landlock.build_ruleset() {
             Ok(fd) => Ok(fd),
             Err(err) => {
@@ -161,7 +167,15 @@ impl LinuxJail {
         // before the fork; it takes no locks and does not allocate (errors come from errno).
         unsafe {
             cmd.pre_exec(move || {
-                child_confine(&masks, &ruleset, proc_access, &programs, last_cap, parent)
+                child_confine(
+                    &masks,
+                    cwd.as_deref(),
+                    &ruleset,
+                    proc_access,
+                    &programs,
+                    last_cap,
+                    parent,
+                )
             });
         }
     }
@@ -182,6 +196,7 @@ const DEV_NULL: &CStr = c"/dev/null";
 /// until then, and the spawner's error pipe must survive until `exec`).
 fn child_confine(
     masks: &MaskPlan,
+    cwd: Option<&CStr>,
     ruleset: &Result<Option<OwnedFd>, i32>,
     proc_access: u64,
     programs: &[Vec<libc::sock_filter>],
@@ -195,6 +210,9 @@ fn child_confine(
         masks
             .enter()
             .map_err(|f| std::io::Error::from_raw_os_error(f.errno))?;
+        if let Some(cwd) = cwd {
+            sys::chdir(cwd)?;
+        }
     }
     sys::lower_rlimit(sys::Limit::Core, 0)?;
     sys::lower_rlimit(sys::Limit::OpenFiles, OPEN_FILES_MAX)?;
@@ -217,6 +235,67 @@ fn child_confine(
     }
     sys::cloexec_from_3()?;
     Ok(())
+}
+
+/// Landlock does not mediate chmod, chown, utimes or xattr changes: outside the write grants,
+/// the mounts are made read-only in the server's own mount namespace (probed here in a
+/// throwaway child). Where the kernel refuses that, the class is reported as not enforced and
+/// only the masks (if any) are kept.
+fn read_only_outside_writes(
+    masks: MaskPlan,
+    grants: &[Grant],
+) -> Result<(MaskPlan, LayerReport), SandboxError> {
+    let writable: Vec<std::path::PathBuf> = grants
+        .iter()
+        .filter(|g| g.access == GrantAccess::ReadWrite)
+        .filter(|g| {
+            // Devices stay writable on a read-only mount; only files and directories need a
+            // writable mount of their own.
+            std::fs::metadata(&g.path).is_ok_and(|m| m.is_dir() || m.is_file())
+        })
+        .map(|g| g.path.clone())
+        .collect();
+    let plan = masks.clone().read_only_outside(&writable)?;
+    if !sys::seccomp_filter_available() {
+        return Ok((
+            masks,
+            LayerReport {
+                layer: "metadata".into(),
+                enforcement: Enforcement::NotEnforced,
+                detail: "without seccomp the server could undo read-only mounts: chmod, chown, \
+                         utimes and xattr changes outside the scope are NOT stopped (Landlock does \
+                         not mediate them)"
+                    .into(),
+            },
+        ));
+    }
+    Ok(match plan.probe() {
+        Ok(ns) => (
+            plan,
+            LayerReport {
+                layer: "metadata".into(),
+                enforcement: Enforcement::Fully,
+                detail: format!(
+                    "{ns}: every mount read-only except the {} write grant(s), so chmod (set-uid \
+                     bits included), chown, utimes and xattr changes outside them fail (EROFS); \
+                     inotify watches denied by seccomp",
+                    writable.len()
+                ),
+            },
+        ),
+        Err(why) => (
+            masks,
+            LayerReport {
+                layer: "metadata".into(),
+                enforcement: Enforcement::NotEnforced,
+                detail: format!(
+                    "cannot mount the rest read-only ({why}): chmod, chown, utimes and xattr \
+                     changes on the server's own files outside the scope are NOT stopped \
+                     (Landlock does not mediate them)"
+                ),
+            },
+        ),
+    })
 }
 
 /// Send `signal` to every process in session `sid` (the server's own session); how many.

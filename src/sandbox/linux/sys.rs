@@ -587,3 +587,54 @@ pub fn getsid(pid: libc::pid_t) -> Option<libc::pid_t> {
     let sid = unsafe { libc::getsid(pid) };
     (sid >= 0).then_some(sid)
 }
+
+/// `struct mount_attr` (uapi `linux/mount.h`).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+
+/// Make the mount at `path` read-only (`readonly`) or writable again, and with `recursive` every
+/// mount below it too (`mount_setattr`, Linux 5.12). Async-signal-safe.
+pub fn set_mount_readonly(path: &CStr, readonly: bool, recursive: bool) -> io::Result<()> {
+    let attr = MountAttr {
+        attr_set: if readonly { MOUNT_ATTR_RDONLY } else { 0 },
+        attr_clr: if readonly { 0 } else { MOUNT_ATTR_RDONLY },
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let flags = if recursive { AT_RECURSIVE } else { 0 };
+    // SAFETY: `path` is NUL-terminated and `attr` a valid mount_attr; both live for the call and
+    // the kernel only reads them.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if rc != 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// `chdir(path)`. Async-signal-safe.
+pub fn chdir(path: &CStr) -> io::Result<()> {
+    // SAFETY: `path` is NUL-terminated and lives for the call.
+    if unsafe { libc::chdir(path.as_ptr()) } != 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
