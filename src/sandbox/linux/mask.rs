@@ -11,6 +11,13 @@
 //! Landlock, applied after the masks, also refuses every mount-topology change (mount, umount,
 //! remount, pivot_root, move_mount) to the restricted server: a second, independent barrier.
 //!
+//! The same namespace closes what Landlock does not mediate at all — chmod (set-uid bits
+//! included), chown, utimes and xattr changes on files outside the scope: every write grant is
+//! bound onto itself (a mount of its own), then every mount is made read-only (`mount_setattr`,
+//! recursive) and the write grants writable again, so those calls fail with EROFS outside them.
+//! Costs: a rename between two write grants crosses mounts (EXDEV); a mount nested inside a
+//! write grant stays read-only. The server cannot undo it: it holds no capability after `exec`.
+//!
 //! Which namespaces: a process allowed to create a mount namespace by itself (root with
 //! `CAP_SYS_ADMIN`) creates only that, so it keeps its capabilities on the files in scope; a user
 //! namespace would take `CAP_DAC_OVERRIDE` away for every file whose owner is not mapped in it.

@@ -1,5 +1,7 @@
-//! Linux enforcement: masks in a private mount namespace, then Landlock + seccomp +
-//! no_new_privs + no core dumps, applied in the child right before `exec`.
+//! Linux enforcement, applied in the child right before `exec`: its own session (no controlling
+//! terminal, no terminal on stdio), masks and read-only mounts outside the write grants in a
+//! private mount namespace, resource limits, no_new_privs, every capability dropped, Landlock,
+//! seccomp, and every descriptor above 2 closed at `exec`.
 //!
 //! Everything that allocates or can fail in interesting ways happens in the parent: paths are
 //! opened in `prepare`, the seccomp program is compiled there, and a fresh Landlock ruleset is
