@@ -296,12 +296,24 @@ pub fn in_forked_child<const N: usize>(f: &dyn Fn() -> [u8; N]) -> io::Result<[u
             }
         }
     };
-    let mut status = 0;
-    // SAFETY: `pid` is our child; `status` is a valid out-pointer.
-    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
-        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            break;
+    let reap = move || {
+        let mut status = 0;
+        // SAFETY: `pid` is our child; `status` is a valid out-pointer.
+        while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+            if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                break;
+            }
         }
+    };
+    // The answer is in; the child's exit tears down whatever namespaces it entered, which waits
+    // for an RCU grace period (about 2 ms here). Nobody needs to wait for that: reap it aside.
+    if read_result.is_err()
+        || std::thread::Builder::new()
+            .name("mcpjail-probe-reaper".into())
+            .spawn(reap)
+            .is_err()
+    {
+        reap();
     }
     read_result.map(|()| answer)
 }
