@@ -31,6 +31,9 @@ pub struct ServerChild {
     /// The jail this server runs in. Kept as long as the server: it owns the private TMPDIR,
     /// which is removed when it drops (after the server is reaped, as fields drop in order).
     pub jail: Option<crate::sandbox::PreparedJail>,
+    /// The session the server leads (a jailed server is started in its own): everything it
+    /// starts stays in it, and is signalled with it.
+    session: Option<u32>,
     /// The server's stderr, copied to ours.
     stderr: Arc<StderrCopy>,
     /// The task that copies it as it arrives (ends at the pipe's EOF).
@@ -46,6 +49,8 @@ impl ServerChild {
             .kill_on_drop(true);
         let mut process = cmd.spawn()?;
         let pid = process.id().unwrap_or(0);
+        // Asked now, while the server cannot have exited unreaped: its pid is still its own.
+        let session = crate::sandbox::led_session(pid);
         let stdout = process
             .stdout
             .take()
@@ -88,6 +93,7 @@ impl ServerChild {
             stdout_eof: false,
             status: None,
             jail: None,
+            session,
             stderr,
             stderr_task: Some(stderr_task),
         })
@@ -126,14 +132,34 @@ impl ServerChild {
         self.stdin = None;
     }
 
-    /// SIGTERM, politely (the next step is SIGKILL via `start_kill`).
+    /// SIGTERM, politely, to the server and everything in its session (the next step is
+    /// SIGKILL via `start_kill`; what is left of the session gets SIGKILL when this drops).
     pub fn terminate(&self) {
+        if let Some(sid) = self.session {
+            crate::sandbox::signal_session(sid, libc::SIGTERM);
+        }
         #[cfg(unix)]
         if self.status.is_none() && self.pid > 0 {
             if let Ok(pid) = i32::try_from(self.pid) {
                 let _ = nix::sys::signal::kill(
                     nix::unistd::Pid::from_raw(pid),
                     nix::sys::signal::Signal::SIGTERM,
+                );
+            }
+        }
+    }
+}
+
+impl Drop for ServerChild {
+    /// Descendants do not outlive the server: whatever is left of its session is killed. The
+    /// server itself is killed by `kill_on_drop` if it still runs.
+    fn drop(&mut self) {
+        if let Some(sid) = self.session {
+            let n = crate::sandbox::signal_session(sid, libc::SIGKILL);
+            if n > 0 {
+                tracing::info!(
+                    session = sid,
+                    "killed {n} process(es) left in the server's session"
                 );
             }
         }

@@ -358,6 +358,9 @@ pub fn mentions_permission_error(text: &[u8]) -> bool {
         b"eperm",
         b"permission denied",
         b"operation not permitted",
+        // Outside the write grants the jail's mounts are read-only (the metadata class).
+        b"erofs",
+        b"read-only file system",
     ];
     NEEDLES
         .iter()
@@ -438,6 +441,10 @@ const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "ash", "env"];
 /// The operation a permission line reports, from its words.
 fn op_of(line: &str) -> Op {
     let lower = line.to_ascii_lowercase();
+    // Only a change can meet a read-only mount (and "read-only" is not a read).
+    if lower.contains("erofs") || lower.contains("read-only file system") {
+        return Op::Write;
+    }
     let words: Vec<&str> = lower
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .filter(|w| !w.is_empty())

@@ -1,7 +1,8 @@
 //! The jail: turns a [`crate::policy::Scope`] into kernel enforcement.
 //!
-//! Linux: Landlock (filesystem, TCP, scoping) plus a seccomp filter, no_new_privs, no core dumps
-//! and an environment scrub, applied in the child before exec. macOS: a Seatbelt profile run
+//! Linux: Landlock (filesystem, TCP, scoping) plus a seccomp filter, no_new_privs, no
+//! capabilities, resource limits, its own session, read-only mounts outside the write grants and
+//! an environment scrub, applied in the child before exec. macOS: a Seatbelt profile run
 //! with `sandbox-exec`. Every layer reports what it actually enforced (fully / partially / not
 //! at all); nothing here silently degrades to "unconfined".
 //!
@@ -119,7 +120,7 @@ enum Platform {
     /// `--no-jail`, or a platform without a jail.
     Unconfined,
     #[cfg(target_os = "linux")]
-    Linux(linux::LinuxJail),
+    Linux(Box<linux::LinuxJail>),
     /// The Seatbelt profile, run with `sandbox-exec -p`.
     #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
     Seatbelt(String),
@@ -543,7 +544,7 @@ fn platform_jail(
     let jail = linux::LinuxJail::new(grants, masks, &scope.net)?;
     notes.extend(jail.notes.iter().cloned());
     let layers = jail.report().to_vec();
-    Ok((Platform::Linux(jail), layers))
+    Ok((Platform::Linux(Box::new(jail)), layers))
 }
 
 #[cfg(target_os = "macos")]
@@ -594,6 +595,33 @@ fn platform_jail(
     ))
 }
 
+/// The session a spawned server leads, if the jail made it a session leader (Linux): the
+/// proxy ends every process in it with [`signal_session`].
+pub fn led_session(pid: u32) -> Option<u32> {
+    #[cfg(target_os = "linux")]
+    {
+        linux::led_session(pid)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
+/// Send `signal` to every process in session `sid`; how many were signalled.
+pub fn signal_session(sid: u32, signal: i32) -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        linux::signal_session(sid, signal)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (sid, signal);
+        0
+    }
+}
+
 /// What this machine can enforce (for `mcpjail doctor`).
 pub fn probe() -> KernelSupport {
     #[cfg(target_os = "linux")]
@@ -629,7 +657,7 @@ impl PreparedJail {
         }
         #[cfg(target_os = "linux")]
         if let Platform::Linux(jail) = &self.platform {
-            jail.apply(&mut cmd);
+            jail.apply(&mut cmd, &self.cwd);
         }
         cmd
     }

@@ -45,10 +45,18 @@ pub const SYSTEM_READ_FILES: &[&str] = &[
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
     "/etc/ld.so.conf.d",
-    "/etc/ssl",
+    // Certificates and TLS configuration only: never `/etc/ssl/private` or
+    // `/etc/pki/tls/private`, where the machine's private keys live.
+    "/etc/ssl/certs",
+    "/etc/ssl/openssl.cnf",
+    "/etc/ssl/cert.pem",
+    "/etc/ssl/ca-bundle.pem",
     "/etc/ca-certificates",
     "/etc/ca-certificates.conf",
-    "/etc/pki",
+    "/etc/pki/tls/certs",
+    "/etc/pki/tls/openssl.cnf",
+    "/etc/pki/tls/cert.pem",
+    "/etc/pki/ca-trust",
     "/etc/localtime",
     "/etc/nsswitch.conf",
     "/etc/host.conf",
@@ -636,6 +644,19 @@ pub fn system_grants(network: bool) -> Vec<Grant> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn system_grants_never_open_private_keys() {
+        for g in system_grants(true) {
+            for private in ["/etc/ssl/private", "/etc/pki/tls/private"] {
+                assert!(
+                    !Path::new(private).starts_with(&g.path),
+                    "{} covers {private}",
+                    g.path.display()
+                );
+            }
+        }
+    }
 
     fn exe(path: &Path, text: &str) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -12,6 +12,13 @@
 //! Landlock, applied after the masks, also refuses every mount-topology change (mount, umount,
 //! remount, pivot_root, move_mount) to the restricted server: a second, independent barrier.
 //!
+//! The same namespace closes what Landlock does not mediate at all — chmod (set-uid bits
+//! included), chown, utimes and xattr changes on files outside the scope: every write grant is
+//! bound onto itself (a mount of its own), then every mount is made read-only (`mount_setattr`,
+//! recursive) and the write grants writable again, so those calls fail with EROFS outside them.
+//! Costs: a rename between two write grants crosses mounts (EXDEV); a mount nested inside a
+//! write grant stays read-only. The server cannot undo it: it holds no capability after `exec`.
+//!
 //! Which namespaces: a process allowed to create a mount namespace by itself (root with
 //! `CAP_SYS_ADMIN`) creates only that, so it keeps its capabilities on the files in scope; a user
 //! namespace would take `CAP_DAC_OVERRIDE` away for every file whose owner is not mapped in it.
@@ -51,6 +58,9 @@ const MASK_FLAGS: libc::c_ulong =
 #[derive(Debug, Clone, Default)]
 pub struct MaskPlan {
     entries: Vec<(CString, MaskKind)>,
+    /// With [`MaskPlan::read_only_outside`]: the paths that stay writable (the write grants);
+    /// every other mount is made read-only in the server's namespace.
+    writable: Option<Vec<CString>>,
 }
 
 /// The namespaces a child entered to mask.
@@ -84,6 +94,9 @@ pub enum MaskStep {
     RemountReadOnly,
     MountTmpfs,
     BindSelf,
+    BindWritable,
+    ReadOnlyRest,
+    WritableAgain,
 }
 
 impl MaskStep {
@@ -98,6 +111,9 @@ impl MaskStep {
             7 => MaskStep::RemountReadOnly,
             8 => MaskStep::MountTmpfs,
             9 => MaskStep::BindSelf,
+            10 => MaskStep::BindWritable,
+            11 => MaskStep::ReadOnlyRest,
+            12 => MaskStep::WritableAgain,
             _ => return None,
         })
     }
@@ -134,11 +150,35 @@ impl MaskPlan {
             })?;
             entries.push((path, m.kind));
         }
-        Ok(MaskPlan { entries })
+        Ok(MaskPlan {
+            entries,
+            writable: None,
+        })
+    }
+
+    /// Also make every mount read-only except `writable` (each bound onto itself first, so it is
+    /// a mount of its own that can stay writable). Landlock does not mediate chmod, chown,
+    /// utimes or xattr changes; a read-only mount refuses them all (EROFS) outside the write
+    /// grants, for the owner and for root alike. Paths with a NUL byte are refused.
+    pub fn read_only_outside(
+        mut self,
+        writable: &[std::path::PathBuf],
+    ) -> Result<Self, SandboxError> {
+        let mut paths = Vec::with_capacity(writable.len());
+        for p in writable {
+            paths.push(CString::new(p.as_os_str().as_bytes()).map_err(|_| {
+                SandboxError::Prepare(format!(
+                    "cannot keep {} writable: the path contains a NUL byte",
+                    p.display()
+                ))
+            })?);
+        }
+        self.writable = Some(paths);
+        Ok(self)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.entries.is_empty() && self.writable.is_none()
     }
 
     /// Enter the namespaces and mount every mask. Irreversible for the calling process; runs in
@@ -164,6 +204,20 @@ impl MaskPlan {
         };
         sys::mount(None, ROOT, None, libc::MS_REC | libc::MS_PRIVATE, None)
             .map_err(MaskFailure::at(MaskStep::MakePrivate, 0))?;
+        if let Some(writable) = &self.writable {
+            for (i, path) in writable.iter().enumerate() {
+                sys::mount(Some(path), path, None, libc::MS_BIND | libc::MS_REC, None)
+                    .map_err(MaskFailure::at(MaskStep::BindWritable, i))?;
+            }
+            sys::set_mount_readonly(ROOT, true, true)
+                .map_err(MaskFailure::at(MaskStep::ReadOnlyRest, 0))?;
+            // Only the bind itself: a mount nested inside a write grant stays read-only rather
+            // than a mount that was read-only before being made writable.
+            for (i, path) in writable.iter().enumerate() {
+                sys::set_mount_readonly(path, false, false)
+                    .map_err(MaskFailure::at(MaskStep::WritableAgain, i))?;
+            }
+        }
         for (i, (path, kind)) in self.entries.iter().enumerate() {
             match kind {
                 MaskKind::File => {
@@ -266,8 +320,27 @@ impl MaskPlan {
             MaskStep::RemountReadOnly => format!("remounting the mask on {path} read-only"),
             MaskStep::MountTmpfs => format!("mounting an empty tmpfs over {path}"),
             MaskStep::BindSelf => format!("binding {path} over itself (read-only)"),
+            MaskStep::BindWritable => format!(
+                "binding write grant {} onto itself",
+                self.writable_path(f.index)
+            ),
+            MaskStep::ReadOnlyRest => "making every mount read-only (mount_setattr)".to_string(),
+            MaskStep::WritableAgain => format!(
+                "making write grant {} writable again",
+                self.writable_path(f.index)
+            ),
         };
         format!("{what} failed in a private mount namespace ({err})")
+    }
+}
+
+impl MaskPlan {
+    fn writable_path(&self, index: u32) -> String {
+        self.writable
+            .as_ref()
+            .and_then(|w| w.get(index as usize))
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default()
     }
 }
 
@@ -275,6 +348,7 @@ impl MaskPlan {
 pub fn probe_support() -> Result<Namespaces, String> {
     let plan = MaskPlan {
         entries: vec![(DEV_NULL.to_owned(), MaskKind::File)],
+        writable: None,
     };
     plan.probe()
 }

@@ -1,5 +1,7 @@
-//! Linux enforcement: masks in a private mount namespace, then Landlock + seccomp +
-//! no_new_privs + no core dumps, applied in the child right before `exec`.
+//! Linux enforcement, applied in the child right before `exec`: its own session (no controlling
+//! terminal, no terminal on stdio), masks and read-only mounts outside the write grants in a
+//! private mount namespace, resource limits, no_new_privs, every capability dropped, Landlock,
+//! seccomp, and every descriptor above 2 closed at `exec`.
 //!
 //! Everything that allocates or can fail in interesting ways happens in the parent: paths are
 //! opened in `prepare`, the seccomp program is compiled there, and a fresh Landlock ruleset is
@@ -16,7 +18,7 @@ use std::os::fd::{AsFd, OwnedFd};
 
 use crate::policy::NetRules;
 use crate::sandbox::carve::{Mask, MaskSupport};
-use crate::sandbox::{Enforcement, Grant, LayerReport, SandboxError};
+use crate::sandbox::{Enforcement, Grant, GrantAccess, LayerReport, SandboxError};
 
 pub use self::landlock::fs_rights_names;
 use self::landlock::LandlockPlan;
@@ -27,11 +29,18 @@ use self::seccomp::SeccompPlan;
 /// instead of running unconfined).
 const RULESET_BUILD_FAILED: i32 = libc::ENOTRECOVERABLE;
 
+/// `RLIMIT_NOFILE` ceiling for a server: ample for an MCP server, a bound on what one can pin.
+const OPEN_FILES_MAX: u64 = 4096;
+/// `RLIMIT_FSIZE` ceiling: one runaway write cannot fill the disk past this per file.
+const FILE_SIZE_MAX: u64 = 4 << 30;
+
 #[derive(Debug)]
 pub struct LinuxJail {
     masks: MaskPlan,
     landlock: LandlockPlan,
     seccomp: Option<SeccompPlan>,
+    /// The highest capability number, read in the parent for the child's bounding-set drop.
+    last_cap: u32,
     report: Vec<LayerReport>,
     pub notes: Vec<String>,
 }
@@ -39,11 +48,12 @@ pub struct LinuxJail {
 impl LinuxJail {
     /// `masks` come from [`mask_support`] having answered `Mounts`.
     pub fn new(grants: &[Grant], masks: &[Mask], net: &NetRules) -> Result<Self, SandboxError> {
-        let masks = MaskPlan::new(masks)?;
         let abi = sys::landlock_abi();
         let (landlock, notes) = LandlockPlan::open(grants, net, abi)
             .map_err(|e| SandboxError::Prepare(e.to_string()))?;
         let mut report = landlock.report();
+        let (masks, metadata) = read_only_outside_writes(MaskPlan::new(masks)?, grants)?;
+        report.push(metadata);
 
         let seccomp = if sys::seccomp_filter_available() {
             let plan =
@@ -80,14 +90,47 @@ impl LinuxJail {
             detail: "set before exec: set-uid/set-gid binaries gain nothing".into(),
         });
         report.push(LayerReport {
-            layer: "rlimit_core".into(),
+            layer: "capabilities".into(),
             enforcement: Enforcement::Fully,
-            detail: "RLIMIT_CORE=0: no core dumps".into(),
+            detail:
+                "all dropped before exec (effective, permitted, inheritable, ambient and, when \
+                     held, the bounding set): a server run as root keeps uid 0 but no privilege"
+                    .into(),
+        });
+        report.push(LayerReport {
+            layer: "rlimits".into(),
+            enforcement: Enforcement::Fully,
+            detail: format!(
+                "core dumps off; open files <= {OPEN_FILES_MAX}; file size <= {} GiB (lowered, \
+                 never raised); no process-count limit (RLIMIT_NPROC counts all of the user's \
+                 processes: use a cgroup's pids.max)",
+                FILE_SIZE_MAX >> 30
+            ),
+        });
+        report.push(LayerReport {
+            layer: "session".into(),
+            enforcement: if seccomp.is_some() {
+                Enforcement::Fully
+            } else {
+                Enforcement::Partially
+            },
+            detail: if seccomp.is_some() {
+                "own session, no controlling terminal, stdio never a terminal, descriptors above \
+                 2 closed at exec; every process of the session is killed when the server ends \
+                 (setsid denied to it); SIGKILL if the proxy dies"
+                    .into()
+            } else {
+                "own session, no controlling terminal, descriptors above 2 closed at exec; \
+                 without seccomp a descendant can setsid() out of the session and outlive it, \
+                 and TIOCSTI is not filtered"
+                    .into()
+            },
         });
         Ok(LinuxJail {
             masks,
             landlock,
             seccomp,
+            last_cap: sys::cap_last_cap(),
             report,
             notes,
         })
@@ -97,8 +140,13 @@ impl LinuxJail {
         &self.report
     }
 
-    /// Install the child-side hook on `cmd`.
-    pub fn apply(&self, cmd: &mut tokio::process::Command) {
+    /// Install the child-side hook on `cmd`, which runs in `cwd`.
+    pub fn apply(&self, cmd: &mut tokio::process::Command, cwd: &std::path::Path) {
+        // The working directory is entered before the hook runs, on the mounts as they were:
+        // once the write grants are bound onto themselves it must be entered again, or relative
+        // paths would reach the covered (read-only, unmasked) mount underneath.
+        let cwd =
+            std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(cwd.as_os_str())).ok();
         let ruleset: Result<Option<OwnedFd>, i32> = match self.landlock.build_ruleset() {
             Ok(fd) => Ok(fd),
             Err(err) => {
@@ -113,36 +161,66 @@ impl LinuxJail {
             .map(|s| s.programs.clone())
             .unwrap_or_default();
         let masks = self.masks.clone();
+        let last_cap = self.last_cap;
+        let parent = std::process::id() as libc::pid_t;
         // SAFETY: the closure runs in the forked child before exec. It only performs raw
-        // syscalls (unshare, open/write on /proc/self, mount, setrlimit, landlock_*, prctl,
-        // seccomp) on data allocated before the fork; it takes no locks and does not allocate
-        // (errors come from errno).
+        // syscalls (setsid, prctl, ioctl/open/dup2 on stdio, unshare, open/write on /proc/self,
+        // mount, setrlimit, capget/capset, landlock_*, seccomp, close_range) on data allocated
+        // before the fork; it takes no locks and does not allocate (errors come from errno).
         unsafe {
-            cmd.pre_exec(move || child_confine(&masks, &ruleset, proc_access, &programs));
+            cmd.pre_exec(move || {
+                child_confine(
+                    &masks,
+                    cwd.as_deref(),
+                    &ruleset,
+                    proc_access,
+                    &programs,
+                    last_cap,
+                    parent,
+                )
+            });
         }
     }
 }
 
 const PROC_SELF: &CStr = c"/proc/self";
+const DEV_NULL: &CStr = c"/dev/null";
 
 /// Runs in the child between fork and exec. Async-signal-safe only.
 ///
 /// Masks first: they need mount rights that no_new_privs, Landlock (which refuses mount changes
 /// to a restricted process) and seccomp take away. A masking failure fails the spawn: the server
 /// never runs with a denied entry uncovered.
+///
+/// The session comes first (its own session and process group, no controlling terminal; a
+/// terminal on stdio is replaced by `/dev/null`), capabilities go after the masks (which need
+/// them), and descriptors above 2 are marked close-on-exec last (the ruleset fd is still used
+/// until then, and the spawner's error pipe must survive until `exec`).
 fn child_confine(
     masks: &MaskPlan,
+    cwd: Option<&CStr>,
     ruleset: &Result<Option<OwnedFd>, i32>,
     proc_access: u64,
     programs: &[Vec<libc::sock_filter>],
+    last_cap: u32,
+    parent: libc::pid_t,
 ) -> std::io::Result<()> {
+    sys::setsid()?;
+    sys::die_with_parent(parent)?;
+    sys::stdio_off_terminals(DEV_NULL)?;
     if !masks.is_empty() {
         masks
             .enter()
             .map_err(|f| std::io::Error::from_raw_os_error(f.errno))?;
+        if let Some(cwd) = cwd {
+            sys::chdir(cwd)?;
+        }
     }
-    sys::disable_core_dumps()?;
+    sys::lower_rlimit(sys::Limit::Core, 0)?;
+    sys::lower_rlimit(sys::Limit::OpenFiles, OPEN_FILES_MAX)?;
+    sys::lower_rlimit(sys::Limit::FileSize, FILE_SIZE_MAX)?;
     sys::set_no_new_privs()?;
+    sys::drop_all_capabilities(last_cap)?;
     match ruleset {
         Err(code) => return Err(std::io::Error::from_raw_os_error(*code)),
         Ok(None) => {}
@@ -157,7 +235,83 @@ fn child_confine(
     for program in programs {
         sys::install_seccomp(program)?;
     }
+    sys::cloexec_from_3()?;
     Ok(())
+}
+
+/// Landlock does not mediate chmod, chown, utimes or xattr changes: outside the write grants,
+/// the mounts are made read-only in the server's own mount namespace (probed here in a
+/// throwaway child). Where the kernel refuses that, the class is reported as not enforced and
+/// only the masks (if any) are kept.
+fn read_only_outside_writes(
+    masks: MaskPlan,
+    grants: &[Grant],
+) -> Result<(MaskPlan, LayerReport), SandboxError> {
+    let writable: Vec<std::path::PathBuf> = grants
+        .iter()
+        .filter(|g| g.access == GrantAccess::ReadWrite)
+        .filter(|g| {
+            // Devices stay writable on a read-only mount; only files and directories need a
+            // writable mount of their own.
+            std::fs::metadata(&g.path).is_ok_and(|m| m.is_dir() || m.is_file())
+        })
+        .map(|g| g.path.clone())
+        .collect();
+    let plan = masks.clone().read_only_outside(&writable)?;
+    if !sys::seccomp_filter_available() {
+        return Ok((
+            masks,
+            LayerReport {
+                layer: "metadata".into(),
+                enforcement: Enforcement::NotEnforced,
+                detail: "without seccomp the server could undo read-only mounts: chmod, chown, \
+                         utimes and xattr changes outside the scope are NOT stopped (Landlock does \
+                         not mediate them)"
+                    .into(),
+            },
+        ));
+    }
+    Ok(match plan.probe() {
+        Ok(ns) => (
+            plan,
+            LayerReport {
+                layer: "metadata".into(),
+                enforcement: Enforcement::Fully,
+                detail: format!(
+                    "{ns}: every mount read-only except the {} write grant(s), so chmod (set-uid \
+                     bits included), chown, utimes and xattr changes outside them fail (EROFS); \
+                     inotify watches denied by seccomp",
+                    writable.len()
+                ),
+            },
+        ),
+        Err(why) => (
+            masks,
+            LayerReport {
+                layer: "metadata".into(),
+                enforcement: Enforcement::NotEnforced,
+                detail: format!(
+                    "cannot mount the rest read-only ({why}): chmod, chown, utimes and xattr \
+                     changes on the server's own files outside the scope are NOT stopped \
+                     (Landlock does not mediate them)"
+                ),
+            },
+        ),
+    })
+}
+
+/// Send `signal` to every process in session `sid` (the server's own session); how many.
+pub fn signal_session(sid: u32, signal: i32) -> usize {
+    match libc::pid_t::try_from(sid) {
+        Ok(sid) if sid > 1 => sys::signal_session(sid, signal),
+        _ => 0,
+    }
+}
+
+/// The session the process `pid` leads, if it leads one (a jailed server does).
+pub fn led_session(pid: u32) -> Option<u32> {
+    let pid = libc::pid_t::try_from(pid).ok().filter(|p| *p > 1)?;
+    (sys::getsid(pid)? == pid).then_some(pid as u32)
 }
 
 /// Whether denied entries inside granted directories can be masked here (probed with `masks`

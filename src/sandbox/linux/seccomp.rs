@@ -79,6 +79,38 @@ const ALWAYS_DENIED: &[(&str, libc::c_long)] = &[
     ("sethostname", libc::SYS_sethostname),
     ("setdomainname", libc::SYS_setdomainname),
     ("fanotify_init", libc::SYS_fanotify_init),
+    // SysV IPC and POSIX message queues: keyed by numbers and names outside the filesystem, so
+    // Landlock does not see them; a server could attach to another process's shared memory or
+    // read its queue. No runtime we jail uses them (POSIX shared memory lives in /dev/shm,
+    // which is a path and is not granted).
+    ("shmget", libc::SYS_shmget),
+    ("shmat", libc::SYS_shmat),
+    ("shmctl", libc::SYS_shmctl),
+    ("shmdt", libc::SYS_shmdt),
+    ("msgget", libc::SYS_msgget),
+    ("msgsnd", libc::SYS_msgsnd),
+    ("msgrcv", libc::SYS_msgrcv),
+    ("msgctl", libc::SYS_msgctl),
+    ("semget", libc::SYS_semget),
+    ("semop", libc::SYS_semop),
+    ("semctl", libc::SYS_semctl),
+    ("semtimedop", libc::SYS_semtimedop),
+    ("mq_open", libc::SYS_mq_open),
+    ("mq_unlink", libc::SYS_mq_unlink),
+    ("mq_timedsend", libc::SYS_mq_timedsend),
+    ("mq_timedreceive", libc::SYS_mq_timedreceive),
+    ("mq_notify", libc::SYS_mq_notify),
+    ("mq_getsetattr", libc::SYS_mq_getsetattr),
+    // The server was made a session leader before exec so that the proxy can end everything it
+    // starts; a descendant must not leave that session.
+    ("setsid", libc::SYS_setsid),
+    // Landlock's execute right does not cover a memfd (an internal inode beneath no rule): a
+    // memfd written and run with execveat(AT_EMPTY_PATH) or /proc/self/fd/N would run code the
+    // jail never allowed to be executed. Neither Node nor Python needs one.
+    ("memfd_create", libc::SYS_memfd_create),
+    // Landlock does not mediate inotify: a watch on a directory outside the scope (~/.ssh)
+    // reports the names of entries created, opened and read there.
+    ("inotify_add_watch", libc::SYS_inotify_add_watch),
     #[cfg(target_arch = "x86_64")]
     ("iopl", libc::SYS_iopl),
     #[cfg(target_arch = "x86_64")]
@@ -131,6 +163,11 @@ impl SeccompPlan {
         rules.insert(libc::SYS_clone, clone_rules);
         denied.push("clone(CLONE_NEW*)");
 
+        for (name, nr, rules_for) in ARGUMENT_RULES {
+            rules.insert(*nr, rules_for()?);
+            denied.push(*name);
+        }
+
         let tcp_ports = !net.tcp_connect_ports.is_empty() || !net.tcp_bind_ports.is_empty();
         let sockets_unix_only = !net.allow_all && !tcp_ports;
         if !net.allow_all {
@@ -170,6 +207,74 @@ impl SeccompPlan {
             sockets_unix_only,
         })
     }
+}
+
+/// Syscalls refused only for some arguments (for the report, a name saying which).
+type RulesFor = fn() -> Result<Vec<SeccompRule>, SeccompError>;
+const ARGUMENT_RULES: &[(&str, libc::c_long, RulesFor)] = &[
+    (
+        "ioctl(TIOCSTI|TIOCLINUX)",
+        libc::SYS_ioctl,
+        terminal_injection,
+    ),
+    ("prlimit64(pid!=0)", libc::SYS_prlimit64, arg0_not_self),
+    ("setpriority(other)", libc::SYS_setpriority, priority_other),
+    ("getpriority(other)", libc::SYS_getpriority, priority_other),
+    (
+        "sched_setaffinity(pid!=0)",
+        libc::SYS_sched_setaffinity,
+        arg0_not_self,
+    ),
+    (
+        "sched_setscheduler(pid!=0)",
+        libc::SYS_sched_setscheduler,
+        arg0_not_self,
+    ),
+    (
+        "sched_setparam(pid!=0)",
+        libc::SYS_sched_setparam,
+        arg0_not_self,
+    ),
+    (
+        "sched_setattr(pid!=0)",
+        libc::SYS_sched_setattr,
+        arg0_not_self,
+    ),
+    ("ioprio_set(other)", libc::SYS_ioprio_set, ioprio_other),
+];
+
+/// `ioctl(fd, TIOCSTI | TIOCLINUX)`: pushing keystrokes into a terminal's input (run as the
+/// user once the server exits), or console selection tricks. The request is an `unsigned int`,
+/// so only the low 32 bits are compared.
+// `libc::Ioctl` is `c_ulong` with glibc and `c_int` with musl.
+#[allow(clippy::unnecessary_cast)]
+fn terminal_injection() -> Result<Vec<SeccompRule>, SeccompError> {
+    Ok(vec![
+        SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, libc::TIOCSTI as u64)?])?,
+        SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, libc::TIOCLINUX as u64)?])?,
+    ])
+}
+
+/// A pid argument other than 0 (the caller itself): another process of the same user.
+fn arg0_not_self() -> Result<Vec<SeccompRule>, SeccompError> {
+    Ok(vec![SeccompRule::new(vec![cond(0, SeccompCmpOp::Ne, 0)?])?])
+}
+
+/// `{get,set}priority(which, who)`: only `PRIO_PROCESS` with `who == 0` names the caller alone
+/// (`PRIO_PGRP`/`PRIO_USER` with 0 mean the caller's group or user, i.e. other processes).
+fn priority_other() -> Result<Vec<SeccompRule>, SeccompError> {
+    Ok(vec![
+        SeccompRule::new(vec![cond(0, SeccompCmpOp::Ne, libc::PRIO_PROCESS as u64)?])?,
+        SeccompRule::new(vec![cond(1, SeccompCmpOp::Ne, 0)?])?,
+    ])
+}
+
+/// `ioprio_set(which, who)`: as for priorities, only `IOPRIO_WHO_PROCESS` (1) with `who == 0`.
+fn ioprio_other() -> Result<Vec<SeccompRule>, SeccompError> {
+    Ok(vec![
+        SeccompRule::new(vec![cond(0, SeccompCmpOp::Ne, 1)?])?,
+        SeccompRule::new(vec![cond(1, SeccompCmpOp::Ne, 0)?])?,
+    ])
 }
 
 fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, SeccompError> {
@@ -262,4 +367,69 @@ fn with_x32_guard(program: Vec<libc::sock_filter>) -> Vec<libc::sock_filter> {
     ];
     out.extend(program);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::linux::sys;
+
+    /// `TIOCSTI` on a terminal the process holds: allowed before the filter (root may inject
+    /// into any terminal; this kernel has dev.tty.legacy_tiocsti = 1), EPERM after it. The
+    /// integration tests cannot reach this rule (a jailed server never holds a terminal), so
+    /// the filter is tried on its own here, in a throwaway child.
+    #[test]
+    fn tiocsti_and_tioclinux_are_refused_by_the_filter() {
+        let plan = SeccompPlan::compile(&NetRules::default()).unwrap();
+        let mut master: libc::c_int = -1;
+        let mut slave: libc::c_int = -1;
+        // SAFETY: valid out-pointers; the other arguments may be NULL.
+        let rc = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(rc, 0);
+        let inject = |slave: libc::c_int| -> i32 {
+            let c: u8 = b'x';
+            // SAFETY: TIOCSTI reads one byte from `c`, which lives for the call.
+            if unsafe { libc::ioctl(slave, libc::TIOCSTI, &c) } == 0 {
+                0
+            } else {
+                std::io::Error::last_os_error().raw_os_error().unwrap_or(-1)
+            }
+        };
+        let answer = sys::in_forked_child::<8>(&|| {
+            let before = inject(slave);
+            let mut after = -1;
+            if sys::set_no_new_privs().is_ok()
+                && plan
+                    .programs
+                    .iter()
+                    .all(|p| sys::install_seccomp(p).is_ok())
+            {
+                after = inject(slave);
+            }
+            let mut out = [0u8; 8];
+            out[..4].copy_from_slice(&before.to_le_bytes());
+            out[4..].copy_from_slice(&after.to_le_bytes());
+            out
+        })
+        .unwrap();
+        // SAFETY: both were opened above and are not used again.
+        unsafe {
+            libc::close(master);
+            libc::close(slave);
+        }
+        let before = i32::from_le_bytes([answer[0], answer[1], answer[2], answer[3]]);
+        let after = i32::from_le_bytes([answer[4], answer[5], answer[6], answer[7]]);
+        if sys::effective_ids().0 == 0 {
+            assert_eq!(before, 0, "control: root injects into a terminal it holds");
+        }
+        assert_eq!(after, libc::EPERM);
+    }
 }

@@ -140,22 +140,6 @@ pub fn install_seccomp(program: &[libc::sock_filter]) -> io::Result<()> {
     }
 }
 
-/// No core dumps: a crashing server must not write its memory (which may hold secrets it read
-/// in scope) to disk. Async-signal-safe.
-pub fn disable_core_dumps() -> io::Result<()> {
-    let zero = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `zero` is a valid rlimit read by the kernel during the call.
-    let rc = unsafe { libc::setrlimit(libc::RLIMIT_CORE, &zero) };
-    if rc != 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
 /// `open(path, O_PATH | O_CLOEXEC)` for a NUL-terminated path. Async-signal-safe.
 pub fn open_path(path: &std::ffi::CStr) -> io::Result<OwnedFd> {
     // SAFETY: `path` is NUL-terminated and lives for the call.
@@ -312,12 +296,357 @@ pub fn in_forked_child<const N: usize>(f: &dyn Fn() -> [u8; N]) -> io::Result<[u
             }
         }
     };
-    let mut status = 0;
-    // SAFETY: `pid` is our child; `status` is a valid out-pointer.
-    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
-        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            break;
+    let reap = move || {
+        let mut status = 0;
+        // SAFETY: `pid` is our child; `status` is a valid out-pointer.
+        while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+            if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                break;
+            }
         }
+    };
+    // The answer is in; the child's exit tears down whatever namespaces it entered, which waits
+    // for an RCU grace period (about 2 ms here). Nobody needs to wait for that: reap it aside.
+    if read_result.is_err()
+        || std::thread::Builder::new()
+            .name("mcpjail-probe-reaper".into())
+            .spawn(reap)
+            .is_err()
+    {
+        reap();
     }
     read_result.map(|()| answer)
+}
+
+/// Start a new session (and process group) led by the calling process: it loses its controlling
+/// terminal, and everything it starts can be found (and ended) by session id. Async-signal-safe.
+pub fn setsid() -> io::Result<()> {
+    // SAFETY: setsid takes nothing.
+    if unsafe { libc::setsid() } < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// SIGKILL the calling process when the thread that forked it exits, and fail with `ESRCH` if
+/// that parent (`parent_pid`) is already gone. Async-signal-safe.
+pub fn die_with_parent(parent_pid: libc::pid_t) -> io::Result<()> {
+    // SAFETY: prctl with integer arguments only.
+    let rc = unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: getppid takes nothing and cannot fail.
+    if unsafe { libc::getppid() } != parent_pid {
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    Ok(())
+}
+
+/// Make every descriptor from 3 up close at `exec` (`close_range(3, ~0, CLOSE_RANGE_CLOEXEC)`,
+/// falling back to `fcntl` one by one below the descriptor limit). Marked rather than closed:
+/// the spawner's own error pipe must stay open until the `exec` succeeds. Async-signal-safe.
+pub fn cloexec_from_3() -> io::Result<()> {
+    // SAFETY: close_range takes integers only.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid out-pointer for the call.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let top = lim.rlim_cur.min(1 << 20) as libc::c_int;
+    for fd in 3..top {
+        // SAFETY: fcntl on an integer fd; a closed fd answers EBADF, which is skipped.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+        if flags >= 0 && flags & libc::FD_CLOEXEC == 0 {
+            // SAFETY: as above.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) };
+        }
+    }
+    Ok(())
+}
+
+/// Whether `fd` is a terminal (`TCGETS` succeeds). Async-signal-safe.
+pub fn is_terminal(fd: libc::c_int) -> bool {
+    // SAFETY: `t` is a valid termios the kernel writes into during the call.
+    unsafe {
+        let mut t: libc::termios = std::mem::zeroed();
+        libc::ioctl(fd, libc::TCGETS, &mut t) == 0
+    }
+}
+
+/// Put `/dev/null` in place of every standard descriptor that is a terminal: a jailed server
+/// never holds one (no `TIOCSTI` keystroke injection, no escape sequences to the user's
+/// terminal). Async-signal-safe.
+pub fn stdio_off_terminals(dev_null: &CStr) -> io::Result<()> {
+    for fd in 0..3 {
+        if !is_terminal(fd) {
+            continue;
+        }
+        // SAFETY: `dev_null` is NUL-terminated and lives for the call.
+        let null = unsafe { libc::open(dev_null.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+        if null < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: both are open descriptors of this process; dup2 clears CLOEXEC on `fd`.
+        let rc = unsafe { libc::dup2(null, fd) };
+        // SAFETY: `null` was opened above and is not used again.
+        unsafe { libc::close(null) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// A resource limit the jail lowers.
+#[derive(Debug, Clone, Copy)]
+pub enum Limit {
+    Core,
+    OpenFiles,
+    FileSize,
+}
+
+/// Lower a resource limit to at most `max` (soft and hard); never raises one. Async-signal-safe.
+pub fn lower_rlimit(limit: Limit, max: u64) -> io::Result<()> {
+    let resource = match limit {
+        Limit::Core => libc::RLIMIT_CORE,
+        Limit::OpenFiles => libc::RLIMIT_NOFILE,
+        Limit::FileSize => libc::RLIMIT_FSIZE,
+    };
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid out-pointer for the call.
+    if unsafe { libc::getrlimit(resource, &mut lim) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let hard = lim.rlim_max.min(max);
+    let new = libc::rlimit {
+        rlim_cur: lim.rlim_cur.min(hard),
+        rlim_max: hard,
+    };
+    // SAFETY: `new` is a valid rlimit read by the kernel during the call.
+    if unsafe { libc::setrlimit(resource, &new) } != 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+const CAP_SETPCAP: u32 = 8;
+
+/// The highest capability number this kernel knows (`/proc/sys/kernel/cap_last_cap`), read in
+/// the parent; 63 when it cannot be read (dropping unknown capabilities fails harmlessly).
+pub fn cap_last_cap() -> u32 {
+    std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(63)
+}
+
+/// Drop every capability: the bounding set (when the process may: `CAP_SETPCAP`), the ambient
+/// set, and the effective, permitted and inheritable sets. After this (and with no_new_privs)
+/// not even uid 0 regains a capability at `exec`. Async-signal-safe.
+pub fn drop_all_capabilities(last_cap: u32) -> io::Result<()> {
+    let mut header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: `header` and `data` are the v3 structures capget expects (two data words).
+    if unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if data[0].effective & (1 << CAP_SETPCAP) != 0 {
+        for cap in 0..=last_cap {
+            // SAFETY: prctl with integer arguments only.
+            let rc = unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) };
+            if rc != 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
+                return Err(io::Error::last_os_error());
+            }
+        }
+    }
+    // SAFETY: prctl with integer arguments only. EINVAL: a kernel without ambient capabilities.
+    let rc = unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
+    if rc != 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
+        return Err(io::Error::last_os_error());
+    }
+    let zero = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    header.version = LINUX_CAPABILITY_VERSION_3;
+    header.pid = 0;
+    // SAFETY: as for capget; the kernel only reads `zero`.
+    if unsafe { libc::syscall(libc::SYS_capset, &header, zero.as_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Send `signal` to every process whose session id is `sid` (the server's session: see
+/// [`setsid`]); returns how many were signalled. Each candidate found in `/proc` is pinned with
+/// a pidfd and its session checked again through it, so a pid reused in between is never hit.
+pub fn signal_session(sid: libc::pid_t, signal: libc::c_int) -> usize {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut hit = 0;
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<libc::pid_t>().ok())
+        else {
+            continue;
+        };
+        if session_of(pid) != Some(sid) {
+            continue;
+        }
+        // SAFETY: pidfd_open takes integers only.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0u32) };
+        if fd < 0 {
+            continue;
+        }
+        // SAFETY: `fd` was just returned by pidfd_open and is owned by nobody else.
+        let pidfd = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
+        // The pidfd now names this process for good: if the pid was reused before it was
+        // opened, the session check below reads the new process and fails.
+        if session_of(pid) != Some(sid) {
+            continue;
+        }
+        // SAFETY: plain syscall on an open pidfd; no siginfo (NULL), flags 0.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                pidfd.as_raw_fd(),
+                signal,
+                std::ptr::null::<libc::siginfo_t>(),
+                0u32,
+            )
+        };
+        if rc == 0 {
+            hit += 1;
+        }
+    }
+    hit
+}
+
+/// The session id of `pid`, from `/proc/<pid>/stat` (the sixth field; the second, the command
+/// name, may hold spaces and parentheses, so fields are counted from the last `)`).
+fn session_of(pid: libc::pid_t) -> Option<libc::pid_t> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    // state ppid pgrp session
+    rest.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// The session id of `pid` as the kernel answers `getsid`, or `None` if it is gone.
+pub fn getsid(pid: libc::pid_t) -> Option<libc::pid_t> {
+    // SAFETY: getsid takes an integer only.
+    let sid = unsafe { libc::getsid(pid) };
+    (sid >= 0).then_some(sid)
+}
+
+/// `struct mount_attr` (uapi `linux/mount.h`).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+
+/// Make the mount at `path` read-only (`readonly`) or writable again, and with `recursive` every
+/// mount below it too (`mount_setattr`, Linux 5.12). Async-signal-safe.
+pub fn set_mount_readonly(path: &CStr, readonly: bool, recursive: bool) -> io::Result<()> {
+    let attr = MountAttr {
+        attr_set: if readonly { MOUNT_ATTR_RDONLY } else { 0 },
+        attr_clr: if readonly { 0 } else { MOUNT_ATTR_RDONLY },
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let flags = if recursive { AT_RECURSIVE } else { 0 };
+    // SAFETY: `path` is NUL-terminated and `attr` a valid mount_attr; both live for the call and
+    // the kernel only reads them.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if rc != 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// `chdir(path)`. Async-signal-safe.
+pub fn chdir(path: &CStr) -> io::Result<()> {
+    // SAFETY: `path` is NUL-terminated and lives for the call.
+    if unsafe { libc::chdir(path.as_ptr()) } != 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
 }

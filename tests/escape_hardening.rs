@@ -1,0 +1,913 @@
+//! Hardening classes (issue 9): attacks the Landlock rules alone do not stop, each with a
+//! control run showing the same attempt succeeds without the jail.
+//!
+//! The attacker is a small Python program (`/usr/bin/python3 -c PROBE`) started through
+//! `sandbox::prepare_with_env(..).command()`; it prints one JSON object, attempt ->
+//! `OK[:detail]` or `ERR:<errno name>`. Every scenario runs as root (the test's own uid: sessions
+//! and CI run as root) and, where the uid matters, again as `nobody` through `setpriv` in a fresh
+//! process (this test binary re-run with `--exact helper_run_in_another_process`). The process
+//! classes run the real `mcpjail-proxy` binary in front of the server.
+
+#![cfg(target_os = "linux")]
+
+use std::collections::BTreeMap;
+use std::ffi::{CString, OsString};
+use std::io::{BufRead, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use mcpjail::policy::{Scope, ScopeEntry, ScopeSource};
+use mcpjail::sandbox::{self, JailOptions};
+
+const PYTHON: &str = "/usr/bin/python3";
+const PROXY: &str = env!("CARGO_BIN_EXE_mcpjail-proxy");
+const NOBODY: u32 = 65534;
+
+/// Shared by every probe: `attempt(name, f)` records `OK[:result]` or `ERR:<errno>`.
+const PRELUDE: &str = r#"
+import ctypes, errno, json, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+out = {}
+def attempt(name, f):
+    try:
+        r = f()
+        out[name] = "OK" + ("" if r is None else ":" + str(r))
+    except OSError as e:
+        out[name] = "ERR:" + errno.errorcode.get(e.errno, str(e.errno))
+def check(rc):
+    if rc == -1 or rc is None:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return rc
+def read(p):
+    with open(p) as f:
+        return f.read()
+"#;
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum How {
+    /// The same attempt without the jail (`JailOptions { disabled: true }`: a plain spawn).
+    Control,
+    Jailed,
+}
+
+type Results = BTreeMap<String, String>;
+
+fn get<'a>(r: &'a Results, key: &str) -> &'a str {
+    r.get(key)
+        .map(String::as_str)
+        .unwrap_or_else(|| panic!("no result for {key}: {r:?}"))
+}
+
+fn token() -> String {
+    let mut buf = [0u8; 8];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut buf))
+        .unwrap();
+    format!("CANARY-{:016x}", u64::from_ne_bytes(buf))
+}
+
+/// A world: a write scope and an `outside` directory next to it, both under a fresh temp root.
+struct World {
+    _root: tempfile::TempDir,
+    scope: PathBuf,
+    outside: PathBuf,
+    token: String,
+}
+
+fn world() -> World {
+    let root = tempfile::Builder::new()
+        .prefix("mcpjail-harden-")
+        .tempdir()
+        .unwrap();
+    std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let base = std::fs::canonicalize(root.path()).unwrap();
+    let scope = base.join("scope");
+    let outside = base.join("outside");
+    std::fs::create_dir_all(&scope).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    World {
+        _root: root,
+        scope,
+        outside,
+        token: token(),
+    }
+}
+
+/// Run `PRELUDE + body` with `args` in `w.scope`, jailed (write scope = `w.scope`) or not.
+/// `stdin`, when given, becomes the probe's standard input.
+async fn probe(
+    w: &World,
+    how: How,
+    body: &str,
+    args: &[String],
+    stdin: Option<OwnedFd>,
+) -> Results {
+    let (results, _) = probe_with_report(w, how, body, args, stdin).await;
+    results
+}
+
+async fn probe_with_report(
+    w: &World,
+    how: How,
+    body: &str,
+    args: &[String],
+    stdin: Option<OwnedFd>,
+) -> (Results, String) {
+    let scope = Scope {
+        write: vec![ScopeEntry {
+            path: w.scope.clone(),
+            source: ScopeSource::Flag,
+        }],
+        ..Scope::default()
+    };
+    let opts = JailOptions {
+        disabled: how == How::Control,
+        require_full: how == How::Jailed,
+        ..JailOptions::default()
+    };
+    let env: Vec<(OsString, OsString)> = vec![
+        ("PATH".into(), "/usr/bin:/bin".into()),
+        ("HOME".into(), w.outside.clone().into_os_string()),
+    ];
+    let mut command: Vec<String> = vec![
+        PYTHON.into(),
+        "-c".into(),
+        format!("{PRELUDE}\n{body}\nprint(json.dumps(out))"),
+    ];
+    command.extend(args.iter().cloned());
+    let jail = sandbox::prepare_with_env(&scope, &command, &w.scope, &opts, &env).unwrap();
+    let mut cmd = jail.command();
+    match stdin {
+        Some(fd) => cmd.stdin(std::process::Stdio::from(fd)),
+        None => cmd.stdin(std::process::Stdio::null()),
+    };
+    cmd.kill_on_drop(true);
+    let out = cmd.output().await.expect("spawn the probe");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{how:?} probe failed: {}\nstdout: {stdout}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results: Results = serde_json::from_str(stdout.trim()).unwrap();
+    println!("{how:?} (uid {}):", effective_uid());
+    for (k, v) in &results {
+        println!("  {k:<24} {v}");
+    }
+    (results, jail.report().to_string())
+}
+
+fn effective_uid() -> u32 {
+    // SAFETY: geteuid takes nothing and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios: each runs as whoever runs it (root directly, nobody through the helper).
+
+/// Class 1: a server handed a terminal pushes keystrokes into it with `TIOCSTI` (they run as the
+/// user's shell input once the server exits). It tries its stdin, `/dev/tty`, and making the
+/// terminal its controlling one first (which an unprivileged caller needs).
+const TIOCSTI_PROBE: &str = r#"
+import fcntl, termios
+attempt("stdin_is_tty", lambda: str(os.isatty(0)))
+attempt("tiocsti_stdin", lambda: fcntl.ioctl(0, termios.TIOCSTI, b"x") and None)
+def dev_tty():
+    fd = os.open("/dev/tty", os.O_RDWR)
+    fcntl.ioctl(fd, termios.TIOCSTI, b"x")
+attempt("tiocsti_dev_tty", dev_tty)
+def take_ctty():
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    fcntl.ioctl(0, termios.TIOCSTI, b"y")
+attempt("tiocsti_after_setsid_ctty", take_ctty)
+"#;
+
+async fn scenario_tiocsti(how: How) -> Results {
+    let w = world();
+    let mut master: libc::c_int = -1;
+    let mut slave: libc::c_int = -1;
+    // SAFETY: both out-pointers are valid; name, termios and winsize may be NULL.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: openpty just returned both descriptors; nobody else owns them.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let r = probe(&w, how, TIOCSTI_PROBE, &[], Some(slave)).await;
+    drop(master);
+    r
+}
+
+/// Class 2: a descriptor the parent leaked (no `O_CLOEXEC`) to a file outside the scope.
+const FD_PROBE: &str = r#"
+n = int(sys.argv[1])
+attempt("read_fd", lambda: os.pread(n, 4096, 0).decode())
+attempt("read_proc_self_fd", lambda: read("/proc/self/fd/%d" % n))
+"#;
+
+async fn scenario_leaked_fd(how: How) -> Results {
+    let w = world();
+    let secret = w.outside.join("secret");
+    std::fs::write(&secret, format!("secret {}", w.token)).unwrap();
+    let c = CString::new(secret.as_os_str().as_bytes()).unwrap();
+    // SAFETY: `c` is NUL-terminated; deliberately no O_CLOEXEC (the leak under test).
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY) };
+    assert!(fd >= 0);
+    // SAFETY: just opened, owned here; closed when the probe has run.
+    let leaked = unsafe { OwnedFd::from_raw_fd(fd) };
+    let r = probe(&w, how, FD_PROBE, &[fd.to_string()], None).await;
+    drop(leaked);
+    let leaked_token = r.values().any(|v| v.contains(&w.token));
+    let mut r = r;
+    r.insert("token_seen".into(), leaked_token.to_string());
+    r
+}
+
+/// Class 3: reaching other processes of the same user without signals or ptrace: their
+/// priority, resource limits, CPU affinity, and SysV shared memory.
+const OTHERS_PROBE: &str = r#"
+import resource
+target, nice, shmid = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+attempt("setpriority_other", lambda: os.setpriority(os.PRIO_PROCESS, target, nice))
+attempt("getpriority_other", lambda: os.getpriority(os.PRIO_PROCESS, target))
+attempt("prlimit_other", lambda: resource.prlimit(target, resource.RLIMIT_CORE))
+attempt("setaffinity_other", lambda: os.sched_setaffinity(target, os.sched_getaffinity(target)))
+libc.shmat.restype = ctypes.c_void_p
+def shm():
+    addr = libc.shmat(shmid, None, 0)
+    if addr is None or addr == ctypes.c_void_p(-1).value:
+        check(-1)
+    return ctypes.string_at(addr, 40).split(b"\0")[0].decode()
+attempt("shmat_outside_segment", shm)
+# What the server may still do to itself.
+attempt("setpriority_self", lambda: os.setpriority(os.PRIO_PROCESS, 0, os.getpriority(os.PRIO_PROCESS, 0)))
+attempt("prlimit_self", lambda: resource.setrlimit(resource.RLIMIT_NOFILE, resource.getrlimit(resource.RLIMIT_NOFILE)))
+attempt("setaffinity_self", lambda: os.sched_setaffinity(0, os.sched_getaffinity(0)))
+"#;
+
+async fn scenario_others(how: How) -> Results {
+    let w = world();
+    // SAFETY: plain syscalls with integer arguments; the segment is attached, written within
+    // its 4096 bytes, detached, and removed after the probe.
+    let shmid = unsafe { libc::shmget(libc::IPC_PRIVATE, 4096, libc::IPC_CREAT | 0o600) };
+    assert!(shmid >= 0, "shmget: {}", std::io::Error::last_os_error());
+    unsafe {
+        let addr = libc::shmat(shmid, std::ptr::null(), 0);
+        assert_ne!(addr as isize, -1);
+        let text = format!("shm {}\0", w.token);
+        std::ptr::copy_nonoverlapping(text.as_ptr(), addr.cast::<u8>(), text.len());
+        libc::shmdt(addr);
+    }
+    // SAFETY: getpriority takes integers only (errno is not checked: nice may be -1 legally).
+    let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+    let args = [
+        std::process::id().to_string(),
+        nice.to_string(),
+        shmid.to_string(),
+    ];
+    let r = probe(&w, how, OTHERS_PROBE, &args, None).await;
+    // SAFETY: removes the segment created above.
+    unsafe { libc::shmctl(shmid, libc::IPC_RMID, std::ptr::null_mut()) };
+    r
+}
+
+/// Class 5: metadata of files outside the scope that the server's uid owns: mode (a set-uid
+/// bit), ownership, times, extended attributes; and inside the scope, the same must work.
+const METADATA_PROBE: &str = r#"
+outside, inside = sys.argv[1], sys.argv[2]
+uid, gid = os.getuid(), os.getgid()
+for where, p in (("outside", outside), ("inside", inside)):
+    attempt("chown_self_" + where, lambda: os.chown(p, uid, gid))
+    attempt("utime_" + where, lambda: os.utime(p, (0, 0)))
+    attempt("setxattr_" + where, lambda: os.setxattr(p, "user.mcpjail", b"x"))
+    # Last: a chown clears the set-uid bit.
+    attempt("chmod_setuid_" + where, lambda: os.chmod(p, 0o4755))
+def inotify():
+    fd = check(libc.inotify_init1(0))
+    return check(libc.inotify_add_watch(fd, os.path.dirname(outside).encode(), 0xfff))
+attempt("inotify_watch_outside", inotify)
+"#;
+
+async fn scenario_metadata(how: How) -> Results {
+    let w = world();
+    let outside = w.outside.join("tool");
+    let inside = w.scope.join("mine");
+    for p in [&outside, &inside] {
+        std::fs::write(p, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let args = [outside.display().to_string(), inside.display().to_string()];
+    let mut r = probe(&w, how, METADATA_PROBE, &args, None).await;
+    use std::os::unix::fs::MetadataExt;
+    let mode = std::fs::metadata(&outside).unwrap().mode() & 0o7777;
+    r.insert("outside_mode_after".into(), format!("{mode:o}"));
+    r
+}
+
+async fn scenario(name: &str, how: How) -> Results {
+    match name {
+        "tiocsti" => scenario_tiocsti(how).await,
+        "leaked_fd" => scenario_leaked_fd(how).await,
+        "others" => scenario_others(how).await,
+        "metadata" => scenario_metadata(how).await,
+        other => panic!("no scenario {other}"),
+    }
+}
+
+const HELPER_CASE: &str = "MCPJAIL_HARDEN_HELPER_CASE";
+const HELPER_HOW: &str = "MCPJAIL_HARDEN_HELPER_HOW";
+
+/// Not a test on its own: runs one scenario in another process (as another uid) when the
+/// variables are set; without them it does nothing.
+#[tokio::test]
+async fn helper_run_in_another_process() {
+    let Ok(case) = std::env::var(HELPER_CASE) else {
+        return;
+    };
+    let how = match std::env::var(HELPER_HOW).as_deref() {
+        Ok("control") => How::Control,
+        _ => How::Jailed,
+    };
+    let r = scenario(&case, how).await;
+    println!("HARDEN-RESULT {}", serde_json::to_string(&r).unwrap());
+}
+
+const AS_NOBODY: &str = "exec setpriv --reuid=65534 --regid=65534 --clear-groups -- \"$0\" \"$@\"";
+
+/// Run `case` as nobody in a fresh process (TMPDIR must be one nobody can write: /tmp).
+fn as_nobody(case: &str, how: How) -> Results {
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new("sh")
+        .args(["-c", AS_NOBODY])
+        .arg(&exe)
+        .args(["helper_run_in_another_process", "--exact", "--nocapture"])
+        .env(HELPER_CASE, case)
+        .env(
+            HELPER_HOW,
+            if how == How::Control {
+                "control"
+            } else {
+                "jailed"
+            },
+        )
+        .env("TMPDIR", "/tmp")
+        .output()
+        .expect("run the helper (setpriv(1) comes from util-linux)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "helper failed: {}", out.status);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("HARDEN-RESULT "))
+        .expect("the helper's result line");
+    serde_json::from_str(line).unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Class 1: terminal injection.
+
+fn assert_tiocsti(control: &Results, jailed: &Results) {
+    // Unjailed, one of the routes injects (root: any terminal; nobody: its controlling one).
+    assert!(
+        control.values().any(|v| v == "OK") && get(control, "tiocsti_after_setsid_ctty") == "OK",
+        "control: {control:?}"
+    );
+    assert_eq!(get(control, "stdin_is_tty"), "OK:True");
+    // Jailed: the terminal is gone from stdin, there is no controlling terminal, and the
+    // session cannot be left to acquire one.
+    assert_eq!(get(jailed, "stdin_is_tty"), "OK:False", "{jailed:?}");
+    for key in [
+        "tiocsti_stdin",
+        "tiocsti_dev_tty",
+        "tiocsti_after_setsid_ctty",
+    ] {
+        assert!(
+            get(jailed, key).starts_with("ERR"),
+            "jailed {key}: {jailed:?}"
+        );
+    }
+    assert_eq!(get(jailed, "tiocsti_after_setsid_ctty"), "ERR:EPERM");
+}
+
+#[tokio::test]
+async fn tiocsti_through_an_inherited_terminal_is_refused_as_root() {
+    let control = scenario("tiocsti", How::Control).await;
+    let jailed = scenario("tiocsti", How::Jailed).await;
+    assert_eq!(
+        get(&control, "tiocsti_stdin"),
+        "OK",
+        "root injects into any tty"
+    );
+    assert_tiocsti(&control, &jailed);
+}
+
+#[test]
+fn tiocsti_through_an_inherited_terminal_is_refused_as_nobody() {
+    let control = as_nobody("tiocsti", How::Control);
+    let jailed = as_nobody("tiocsti", How::Jailed);
+    assert_tiocsti(&control, &jailed);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Class 2: inherited descriptors.
+
+fn assert_leaked_fd(control: &Results, jailed: &Results) {
+    assert_eq!(get(control, "token_seen"), "true", "{control:?}");
+    assert!(get(control, "read_fd").starts_with("OK:secret"));
+    assert!(get(control, "read_proc_self_fd").starts_with("OK:secret"));
+    assert_eq!(get(jailed, "token_seen"), "false", "{jailed:?}");
+    assert_eq!(get(jailed, "read_fd"), "ERR:EBADF");
+    assert!(get(jailed, "read_proc_self_fd").starts_with("ERR"));
+}
+
+#[tokio::test]
+async fn a_leaked_descriptor_is_closed_before_exec_as_root() {
+    let control = scenario("leaked_fd", How::Control).await;
+    let jailed = scenario("leaked_fd", How::Jailed).await;
+    assert_leaked_fd(&control, &jailed);
+}
+
+#[test]
+fn a_leaked_descriptor_is_closed_before_exec_as_nobody() {
+    let control = as_nobody("leaked_fd", How::Control);
+    let jailed = as_nobody("leaked_fd", How::Jailed);
+    assert_leaked_fd(&control, &jailed);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Class 3: other processes, SysV IPC.
+
+fn assert_others(control: &Results, jailed: &Results, token_in_shm: bool) {
+    for key in [
+        "setpriority_other",
+        "getpriority_other",
+        "prlimit_other",
+        "setaffinity_other",
+    ] {
+        assert!(
+            get(control, key).starts_with("OK"),
+            "control {key}: {control:?}"
+        );
+        assert_eq!(get(jailed, key), "ERR:EPERM", "jailed {key}");
+    }
+    if token_in_shm {
+        assert!(get(control, "shmat_outside_segment").starts_with("OK:shm CANARY-"));
+    }
+    assert_eq!(get(jailed, "shmat_outside_segment"), "ERR:EPERM");
+    for key in ["setpriority_self", "prlimit_self", "setaffinity_self"] {
+        assert_eq!(get(jailed, key), "OK", "jailed {key} (the server's own)");
+    }
+}
+
+#[tokio::test]
+async fn other_processes_and_sysv_shm_are_out_of_reach_as_root() {
+    let control = scenario("others", How::Control).await;
+    let jailed = scenario("others", How::Jailed).await;
+    assert_others(&control, &jailed, true);
+}
+
+#[test]
+fn other_processes_and_sysv_shm_are_out_of_reach_as_nobody() {
+    let control = as_nobody("others", How::Control);
+    let jailed = as_nobody("others", How::Jailed);
+    assert_others(&control, &jailed, true);
+}
+
+/// A tiny MCP server for the proxy: it starts a plain child and a daemon (double fork, setsid,
+/// own process group) that both sleep, writes their pids (and its own) to `<dir>/pids`, then
+/// answers `initialize` and `tools/list` until stdin closes; with `linger` it then sleeps on.
+const SPAWNER: &str = r#"
+import json, os, subprocess, sys, time
+d, linger = sys.argv[1], sys.argv[2] == "linger"
+null = os.open("/dev/null", os.O_RDWR)
+kid = subprocess.Popen(["/bin/sleep", "1000"], stdin=null, stdout=null, stderr=null).pid
+r, w = os.pipe()
+first = os.fork()
+if first == 0:
+    try:
+        os.setsid()
+    except OSError:
+        pass
+    if os.fork() == 0:
+        try:
+            os.setpgid(0, 0)
+        except OSError:
+            pass
+        os.write(w, str(os.getpid()).encode())
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.execv("/bin/sleep", ["sleep", "1000"])
+    os._exit(0)
+os.waitpid(first, 0)
+daemon = int(os.read(r, 32))
+with open(os.path.join(d, "pids"), "w") as f:
+    json.dump({"server": os.getpid(), "child": kid, "daemon": daemon}, f)
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg or "method" not in msg:
+        continue
+    if msg["method"] == "initialize":
+        result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "spawner", "version": "0"}}
+    elif msg["method"] == "tools/list":
+        result = {"tools": []}
+    else:
+        result = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+while linger:
+    time.sleep(1000)
+"#;
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"harden","version":"0"}}}"#;
+
+struct Spawned {
+    proxy: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    pids: BTreeMap<String, i32>,
+    pidfds: BTreeMap<String, OwnedFd>,
+}
+
+/// Start the spawner behind the real proxy and wait for its `initialize` answer (by then the
+/// pids file is written): returns the proxy and a pidfd for every process the server started.
+fn spawn_behind_proxy(w: &World, how: How, linger: bool) -> Spawned {
+    let mut cmd = std::process::Command::new(PROXY);
+    cmd.arg("--allow-write").arg(&w.scope);
+    cmd.arg(if how == How::Jailed {
+        "--require-full"
+    } else {
+        "--no-jail"
+    });
+    cmd.arg("--")
+        .arg(PYTHON)
+        .arg("-c")
+        .arg(SPAWNER)
+        .arg(&w.scope)
+        .arg(if linger { "linger" } else { "exit" });
+    cmd.current_dir(&w.scope)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit());
+    let mut proxy = cmd.spawn().expect("start mcpjail-proxy");
+    let mut stdin = proxy.stdin.take().unwrap();
+    writeln!(stdin, "{INIT}").unwrap();
+    stdin.flush().unwrap();
+    let mut stdout = std::io::BufReader::new(proxy.stdout.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "the proxy closed stdout"
+        );
+        if line.contains("spawner") {
+            break;
+        }
+    }
+    // Keep reading (and discarding) so the proxy never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    let pids: BTreeMap<String, i32> =
+        serde_json::from_str(&std::fs::read_to_string(w.scope.join("pids")).unwrap()).unwrap();
+    let pidfds = pids
+        .iter()
+        .map(|(k, pid)| {
+            // SAFETY: pidfd_open takes integers only.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, *pid, 0u32) };
+            assert!(fd >= 0, "pidfd_open({k} {pid})");
+            // SAFETY: just returned by pidfd_open, owned here.
+            (k.clone(), unsafe { OwnedFd::from_raw_fd(fd as i32) })
+        })
+        .collect();
+    Spawned {
+        proxy,
+        stdin: Some(stdin),
+        pids,
+        pidfds,
+    }
+}
+
+/// Whether the process behind `pidfd` has exited within `wait` (a pidfd polls readable then).
+fn exited_within(pidfd: &OwnedFd, wait: Duration) -> bool {
+    let mut p = libc::pollfd {
+        fd: pidfd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    let n = unsafe { libc::poll(&mut p, 1, wait.as_millis() as libc::c_int) };
+    n == 1
+}
+
+fn kill_pidfd(pidfd: &OwnedFd) {
+    // SAFETY: plain syscall on an open pidfd.
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            libc::SIGKILL,
+            std::ptr::null::<libc::siginfo_t>(),
+            0u32,
+        )
+    };
+}
+
+fn wait_proxy(s: &mut Spawned) -> std::process::ExitStatus {
+    s.proxy.wait().expect("wait for the proxy")
+}
+
+#[test]
+fn descendants_do_not_outlive_the_session() {
+    // Control: behind `--no-jail` the same server's child and daemon outlive the proxy.
+    let w = world();
+    let mut control = spawn_behind_proxy(&w, How::Control, false);
+    drop(control.stdin.take());
+    wait_proxy(&mut control);
+    for key in ["child", "daemon"] {
+        assert!(
+            !exited_within(&control.pidfds[key], Duration::ZERO),
+            "control: the {key} ({}) should outlive the proxy",
+            control.pids[key]
+        );
+        kill_pidfd(&control.pidfds[key]);
+    }
+
+    let w = world();
+    let mut jailed = spawn_behind_proxy(&w, How::Jailed, false);
+    drop(jailed.stdin.take());
+    let status = wait_proxy(&mut jailed);
+    assert!(status.success(), "{status}");
+    for key in ["server", "child", "daemon"] {
+        assert!(
+            exited_within(&jailed.pidfds[key], Duration::from_secs(10)),
+            "jailed: the {key} ({}) outlived the proxy",
+            jailed.pids[key]
+        );
+    }
+}
+
+#[test]
+fn the_server_dies_with_a_killed_proxy() {
+    // A server that ignores the end of its input: killing the proxy (SIGKILL, no cleanup) leaves
+    // it running unjailed; jailed, PR_SET_PDEATHSIG takes it down with the proxy.
+    let w = world();
+    let mut control = spawn_behind_proxy(&w, How::Control, true);
+    control.proxy.kill().unwrap();
+    wait_proxy(&mut control);
+    assert!(
+        !exited_within(&control.pidfds["server"], Duration::from_millis(200)),
+        "control: the lingering server should survive a killed proxy"
+    );
+    for fd in control.pidfds.values() {
+        kill_pidfd(fd);
+    }
+
+    let w = world();
+    let mut jailed = spawn_behind_proxy(&w, How::Jailed, true);
+    jailed.proxy.kill().unwrap();
+    wait_proxy(&mut jailed);
+    assert!(
+        exited_within(&jailed.pidfds["server"], Duration::from_secs(10)),
+        "jailed: the server outlived a killed proxy"
+    );
+    // Known gap (README, "Hardening classes"): with no proxy left to end the session, the
+    // server's own descendants are not killed. Clean them up.
+    for fd in jailed.pidfds.values() {
+        kill_pidfd(fd);
+    }
+}
+
+#[tokio::test]
+async fn the_report_names_limits_capabilities_and_session() {
+    let w = world();
+    let (_, report) = probe_with_report(&w, How::Jailed, "", &[], None).await;
+    for layer in ["capabilities", "rlimits", "session"] {
+        assert!(report.contains(layer), "{report}");
+    }
+    assert!(report.contains("open files <= 4096"), "{report}");
+}
+
+/// The limits and capabilities the server really runs with.
+const LIMITS_PROBE: &str = r#"
+import resource
+status = read("/proc/self/status")
+for line in status.splitlines():
+    k = line.split(":")[0]
+    if k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs"):
+        out[k] = line.split()[1]
+out["nofile"] = str(resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+out["fsize"] = str(resource.getrlimit(resource.RLIMIT_FSIZE)[1])
+out["core"] = str(resource.getrlimit(resource.RLIMIT_CORE)[1])
+out["sid_is_self"] = str(os.getsid(0) == os.getpid())
+"#;
+
+#[tokio::test]
+async fn the_server_runs_without_capabilities_in_its_own_session_with_lowered_limits() {
+    let w = world();
+    let control = probe(&w, How::Control, LIMITS_PROBE, &[], None).await;
+    assert_ne!(
+        get(&control, "CapEff"),
+        "0000000000000000",
+        "root's control"
+    );
+    let jailed = probe(&w, How::Jailed, LIMITS_PROBE, &[], None).await;
+    for key in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+        assert_eq!(get(&jailed, key), "0000000000000000", "{key}");
+    }
+    assert_eq!(get(&jailed, "NoNewPrivs"), "1");
+    assert!(get(&jailed, "nofile").parse::<u64>().unwrap() <= 4096);
+    assert_eq!(get(&jailed, "fsize"), (4u64 << 30).to_string());
+    assert_eq!(get(&jailed, "core"), "0");
+    assert_eq!(get(&jailed, "sid_is_self"), "True");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Class 4: run as root.
+
+/// Root without capabilities: ownership and other users' files (in the scope); the machine's
+/// private keys.
+const ROOT_PROBE: &str = r#"
+theirs, mine = sys.argv[1], sys.argv[2]
+attempt("chown_to_nobody", lambda: os.chown(mine, 65534, 65534))
+attempt("chmod_nobodys_file", lambda: os.chmod(theirs, 0o4777))
+attempt("open_etc_ssl_private", lambda: ",".join(os.listdir("/etc/ssl/private")))
+attempt("read_openssl_cnf", lambda: str(len(read("/etc/ssl/openssl.cnf")) > 0))
+attempt("list_etc_ssl_certs", lambda: str(len(os.listdir("/etc/ssl/certs")) > 0))
+"#;
+
+#[tokio::test]
+async fn root_without_capabilities_cannot_chown_or_chmod_others_files_nor_read_private_keys() {
+    if effective_uid() != 0 {
+        println!("not root: nothing to show");
+        return;
+    }
+    let run = |how| async move {
+        let w = world();
+        // In the write scope, where the read-only mounts (metadata class) do not apply: what
+        // stops root here is the missing capability alone.
+        let theirs = w.scope.join("theirs");
+        let mine = w.scope.join("mine");
+        std::fs::write(&theirs, "x").unwrap();
+        std::fs::write(&mine, "x").unwrap();
+        std::os::unix::fs::chown(&theirs, Some(NOBODY), Some(NOBODY)).unwrap();
+        let args = [theirs.display().to_string(), mine.display().to_string()];
+        let r = probe(&w, how, ROOT_PROBE, &args, None).await;
+        use std::os::unix::fs::MetadataExt;
+        (r, std::fs::metadata(&mine).unwrap().uid(), {
+            std::fs::metadata(&theirs).unwrap().mode() & 0o7777
+        })
+    };
+    let (control, control_owner, control_mode) = run(How::Control).await;
+    assert_eq!(get(&control, "chown_to_nobody"), "OK");
+    assert_eq!(get(&control, "chmod_nobodys_file"), "OK");
+    assert_eq!((control_owner, control_mode), (NOBODY, 0o4777));
+    let (jailed, owner, mode) = run(How::Jailed).await;
+    assert!(
+        get(&jailed, "chown_to_nobody").starts_with("ERR"),
+        "{jailed:?}"
+    );
+    assert!(
+        get(&jailed, "chmod_nobodys_file").starts_with("ERR"),
+        "{jailed:?}"
+    );
+    assert_eq!((owner, mode), (0, 0o644));
+    if Path::new("/etc/ssl/private").is_dir() {
+        assert!(get(&control, "open_etc_ssl_private").starts_with("OK"));
+        assert_eq!(get(&jailed, "open_etc_ssl_private"), "ERR:EACCES");
+    }
+    if Path::new("/etc/ssl/openssl.cnf").is_file() {
+        assert_eq!(
+            get(&jailed, "read_openssl_cnf"),
+            "OK:True",
+            "TLS config stays"
+        );
+    }
+    if Path::new("/etc/ssl/certs").is_dir() {
+        assert_eq!(
+            get(&jailed, "list_etc_ssl_certs"),
+            "OK:True",
+            "certificates stay"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Class 6: exec from the write scope.
+
+/// The scope is writable but not executable: a binary written there cannot be `execve`d, nor
+/// run from a memfd. The dynamic loader can still map it (`ld.so FILE`: Landlock does not
+/// mediate `mmap(PROT_EXEC)`), and an interpreter can run a script from it: such code runs
+/// inside the same jail, which is what the last attempt shows.
+const EXEC_PROBE: &str = r#"
+import shutil, subprocess
+scope, secret = sys.argv[1], sys.argv[2]
+evil = os.path.join(scope, "evil")
+shutil.copy("/bin/cat", evil)
+os.chmod(evil, 0o755)
+def run(argv):
+    p = subprocess.run(argv, capture_output=True)
+    return "rc=%d %s%s" % (p.returncode, p.stdout.decode(), p.stderr.decode().strip()[-200:])
+attempt("execve_from_scope", lambda: run([evil, "/etc/os-release"]).split()[0])
+def memfd_exec():
+    fd = os.memfd_create("evil", 0)
+    with open("/bin/true", "rb") as f:
+        os.write(fd, f.read())
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.execve(fd, ["true"], {})
+        except OSError as e:
+            os._exit(100 + e.errno)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code >= 100:
+        raise OSError(code - 100, "execveat")
+    return "rc=%d" % code
+attempt("memfd_execveat", memfd_exec)
+loader = "/lib64/ld-linux-x86-64.so.2"
+attempt("ldso_runs_scope_file", lambda: run([loader, evil, "/etc/os-release"]).split()[0])
+attempt("ldso_scope_file_reads_outside", lambda: run([loader, evil, secret]))
+"#;
+
+#[tokio::test]
+async fn write_scope_binaries_cannot_be_execed_and_what_ldso_runs_stays_jailed() {
+    if !Path::new("/lib64/ld-linux-x86-64.so.2").exists() {
+        println!("no x86_64 loader here");
+        return;
+    }
+    let run = |how| async move {
+        let w = world();
+        let secret = w.outside.join("secret");
+        std::fs::write(&secret, format!("secret {}", w.token)).unwrap();
+        let args = [w.scope.display().to_string(), secret.display().to_string()];
+        (
+            probe(&w, how, EXEC_PROBE, &args, None).await,
+            w.token.clone(),
+        )
+    };
+    let (control, token) = run(How::Control).await;
+    assert_eq!(get(&control, "execve_from_scope"), "OK:rc=0");
+    assert_eq!(get(&control, "memfd_execveat"), "OK:rc=0");
+    assert!(get(&control, "ldso_scope_file_reads_outside").contains(&token));
+    let (jailed, token) = run(How::Jailed).await;
+    assert!(
+        get(&jailed, "execve_from_scope").starts_with("ERR:EACCES"),
+        "{jailed:?}"
+    );
+    // Landlock alone lets a memfd run (no rule covers its inode): seccomp refuses memfd_create.
+    assert_eq!(get(&jailed, "memfd_execveat"), "ERR:EPERM");
+    // Not closed (documented): the loader maps and runs the scope file...
+    assert_eq!(get(&jailed, "ldso_runs_scope_file"), "OK:rc=0");
+    // ...inside the jail.
+    let leak = get(&jailed, "ldso_scope_file_reads_outside");
+    assert!(!leak.contains(&token), "{leak}");
+    assert!(leak.contains("Permission denied"), "{leak}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Class 5: metadata outside the scope.
+
+fn assert_metadata(control: &Results, jailed: &Results) {
+    for op in ["chmod_setuid", "chown_self", "utime", "setxattr"] {
+        let outside = format!("{op}_outside");
+        let inside = format!("{op}_inside");
+        if op == "setxattr" && get(control, &outside) == "ERR:ENOTSUP" {
+            continue; // no user xattrs on this filesystem
+        }
+        assert_eq!(get(control, &outside), "OK", "control {outside}");
+        assert_eq!(
+            get(jailed, &outside),
+            "ERR:EROFS",
+            "jailed {outside}: {jailed:?}"
+        );
+        assert_eq!(get(jailed, &inside), "OK", "jailed {inside} (in scope)");
+    }
+    assert_eq!(get(control, "outside_mode_after"), "4755");
+    assert_eq!(get(jailed, "outside_mode_after"), "755");
+    assert!(get(control, "inotify_watch_outside").starts_with("OK"));
+    assert_eq!(get(jailed, "inotify_watch_outside"), "ERR:EPERM");
+}
+
+#[tokio::test]
+async fn metadata_outside_the_scope_cannot_be_changed_as_root() {
+    let control = scenario("metadata", How::Control).await;
+    let jailed = scenario("metadata", How::Jailed).await;
+    assert_metadata(&control, &jailed);
+}
+
+#[test]
+fn metadata_outside_the_scope_cannot_be_changed_as_nobody() {
+    let control = as_nobody("metadata", How::Control);
+    let jailed = as_nobody("metadata", How::Jailed);
+    assert_metadata(&control, &jailed);
+}
