@@ -322,6 +322,7 @@ async fn scenario(name: &str, how: How) -> Results {
         "leaked_fd" => scenario_leaked_fd(how).await,
         "others" => scenario_others(how).await,
         "metadata" => scenario_metadata(how).await,
+        "unix_socket" => scenario_unix_socket(how).await,
         other => panic!("no scenario {other}"),
     }
 }
@@ -910,4 +911,141 @@ fn metadata_outside_the_scope_cannot_be_changed_as_nobody() {
     let control = as_nobody("metadata", How::Control);
     let jailed = as_nobody("metadata", How::Jailed);
     assert_metadata(&control, &jailed);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Class 2: named UNIX sockets (ssh-agent, gpg-agent, tmux, dbus, docker.sock).
+
+/// An "agent" listens on a named socket outside the scope and hands the token to whoever
+/// connects (stream) or answers a datagram. The server learns the paths (here: argv; in life,
+/// `/proc/net/unix`, `$SSH_AUTH_SOCK`) and tries a stream connect, a datagram to the agent's
+/// datagram socket, and a connected datagram socketpair with a destination address.
+async fn scenario_unix_socket(how: How) -> Results {
+    use std::os::unix::net::{UnixDatagram, UnixListener};
+    let w = world();
+    let dir = w.outside.join("agent");
+    std::fs::create_dir_all(&dir).unwrap();
+    // nobody must be able to reach the sockets in the control run.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let stream_path = dir.join("agent.sock");
+    let dgram_path = dir.join("log.sock");
+    let listener = UnixListener::bind(&stream_path).unwrap();
+    let dgram = UnixDatagram::bind(&dgram_path).unwrap();
+    for p in [&stream_path, &dgram_path] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    listener.set_nonblocking(true).unwrap();
+    dgram.set_nonblocking(true).unwrap();
+    let token = w.token.clone();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = done.clone();
+    // The agent: serves until the probe has finished (the flag), then reports whether a
+    // datagram ever arrived.
+    let serve = std::thread::spawn(move || {
+        let mut got_datagram = false;
+        let mut buf = [0u8; 64];
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            if let Ok((mut conn, _)) = listener.accept() {
+                let _ = conn.write_all(token.as_bytes());
+            }
+            if dgram.recv(&mut buf).is_ok() {
+                got_datagram = true;
+            }
+            std::thread::yield_now();
+        }
+        // A datagram sent just before the probe exited is already queued.
+        got_datagram || dgram.recv(&mut buf).is_ok()
+    });
+    let body = r#"
+import socket
+stream_path, dgram_path = sys.argv[1], sys.argv[2]
+def stream():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(stream_path)
+    return s.recv(64).decode()
+def datagram():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.sendto(b"hi", dgram_path)
+def pair_with_address():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    a.sendto(b"hi", dgram_path)
+def pair_stream():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    a.sendall(b"x")
+    return b.recv(1).decode()
+attempt("stream_connect", stream)
+attempt("datagram_sendto", datagram)
+attempt("socketpair_dgram_sendto", pair_with_address)
+attempt("socketpair_stream", pair_stream)
+"#;
+    let args = vec![
+        stream_path.display().to_string(),
+        dgram_path.display().to_string(),
+    ];
+    let mut r = probe(&w, how, body, &args, None).await;
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let got = serve.join().unwrap();
+    r.insert("agent_got_datagram".into(), got.to_string());
+    r.insert("token".into(), w.token.clone());
+    r
+}
+
+fn assert_unix_socket(control: &Results, jailed: &Results) {
+    // The control reaches the agent both ways: the attempt is real.
+    assert_eq!(
+        get(control, "stream_connect"),
+        format!("OK:{}", get(control, "token"))
+    );
+    assert_eq!(get(control, "datagram_sendto"), "OK");
+    assert_eq!(get(control, "agent_got_datagram"), "true");
+    // Jailed: no route to a named socket, while a socketpair (which runtimes use) still works.
+    assert!(
+        get(jailed, "stream_connect").starts_with("ERR:"),
+        "{jailed:?}"
+    );
+    assert!(
+        get(jailed, "datagram_sendto").starts_with("ERR:"),
+        "{jailed:?}"
+    );
+    assert!(
+        get(jailed, "socketpair_dgram_sendto").starts_with("ERR:"),
+        "{jailed:?}"
+    );
+    assert_eq!(get(jailed, "agent_got_datagram"), "false");
+    assert_eq!(get(jailed, "socketpair_stream"), "OK:x");
+}
+
+#[tokio::test]
+async fn named_unix_sockets_are_unreachable_as_root() {
+    let control = scenario("unix_socket", How::Control).await;
+    let jailed = scenario("unix_socket", How::Jailed).await;
+    assert_unix_socket(&control, &jailed);
+}
+
+#[test]
+fn named_unix_sockets_are_unreachable_as_nobody() {
+    let control = as_nobody("unix_socket", How::Control);
+    let jailed = as_nobody("unix_socket", How::Jailed);
+    assert_unix_socket(&control, &jailed);
+}
+
+/// With TCP allowed, connect() must stay and this kernel cannot judge a UNIX path: the layer
+/// says so and `--require-full` refuses.
+#[test]
+fn with_tcp_allowed_the_unix_socket_layer_is_reported_open() {
+    let scope = Scope::default();
+    let mut net_scope = scope.clone();
+    net_scope.net.tcp_connect_ports = vec![443];
+    let env: Vec<(OsString, OsString)> = vec![("PATH".into(), "/usr/bin:/bin".into())];
+    let cwd = std::env::temp_dir();
+    let strict = JailOptions {
+        require_full: true,
+        ..JailOptions::default()
+    };
+    let closed = sandbox::prepare_with_env(&scope, &["true".into()], &cwd, &strict, &env)
+        .expect("network off: fully enforced");
+    assert!(closed.report().to_string().contains("unix_sockets"));
+    let err = sandbox::prepare_with_env(&net_scope, &["true".into()], &cwd, &strict, &env)
+        .expect_err("--require-full accepted an open unix_sockets layer");
+    assert!(err.to_string().contains("unix_sockets"), "{err}");
 }

@@ -84,6 +84,30 @@ impl LinuxJail {
             });
             None
         };
+        // Named UNIX sockets (ssh-agent, gpg-agent, tmux, the session bus, docker.sock): Landlock
+        // ABI 7 does not mediate connect() to them (LANDLOCK_ACCESS_FS_RESOLVE_UNIX is newer), so
+        // the only closure here is seccomp's, and only with the network off.
+        let unix_closed = seccomp.as_ref().is_some_and(|p| p.sockets_unix_only);
+        report.push(LayerReport {
+            layer: "unix_sockets".into(),
+            enforcement: if unix_closed {
+                Enforcement::Fully
+            } else {
+                Enforcement::Partially
+            },
+            detail: if unix_closed {
+                "connect() refused and no datagram UNIX sockets: named sockets outside the jail \
+                 (ssh-agent, gpg-agent, tmux, dbus, docker.sock, X11) are unreachable; abstract \
+                 ones are scoped by Landlock"
+                    .into()
+            } else {
+                "OPEN: with TCP or all network allowed, connect() must stay allowed and this \
+                 kernel's Landlock cannot judge a UNIX socket's path, so the server can reach any \
+                 named socket whose path it learns (ssh-agent, dbus, docker.sock…); run without \
+                 --allow-net/--allow-tcp-* to close it"
+                    .into()
+            },
+        });
         report.push(LayerReport {
             layer: "no_new_privs".into(),
             enforcement: Enforcement::Fully,

@@ -182,6 +182,22 @@ impl SeccompPlan {
                 "socket(!AF_UNIX)"
             });
         }
+        if sockets_unix_only {
+            // Landlock (ABI 7) does not mediate connect() to a named UNIX socket, so a server
+            // could talk to ssh-agent, gpg-agent, tmux, the session bus or docker.sock. With the
+            // network off every socket is AF_UNIX, and a server never needs to connect one:
+            // socketpair() needs no connect. So connect() is refused outright, and datagram
+            // UNIX sockets (which reach a named socket through sendto/sendmsg without connect)
+            // cannot be created.
+            rules.insert(libc::SYS_connect, Vec::new());
+            denied.push("connect");
+            for nr in [libc::SYS_socket, libc::SYS_socketpair] {
+                if let Some(list) = rules.get_mut(&nr) {
+                    list.push(unix_datagram_rule()?);
+                }
+            }
+            denied.push("socket/socketpair(AF_UNIX, SOCK_DGRAM)");
+        }
 
         let main = SeccompFilter::new(
             rules,
@@ -284,6 +300,14 @@ fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, Secco
         op,
         value,
     )?)
+}
+
+/// `socket(AF_UNIX, SOCK_DGRAM…)` (flags such as SOCK_CLOEXEC ignored).
+fn unix_datagram_rule() -> Result<SeccompRule, SeccompError> {
+    Ok(SeccompRule::new(vec![
+        cond(0, SeccompCmpOp::Eq, libc::AF_UNIX as u64)?,
+        cond(1, SeccompCmpOp::MaskedEq(0xf), libc::SOCK_DGRAM as u64)?,
+    ])?)
 }
 
 /// Rules matching the `socket()` calls to refuse. Rules are OR-ed, conditions inside one AND-ed.
