@@ -782,3 +782,54 @@ fn a_server_that_may_write_its_own_uv_project_is_not_fully_confined() {
     notes.argv[last] = w.project().display().to_string();
     assert!(check(&notes, limit).started());
 }
+
+/// No package cache is writable from inside (issue 9 class 5): a jailed server must not be able
+/// to change code that other programs run later. The jail for `npx -y` and `uvx` grants the
+/// resolved package tree read+exec and nothing under either cache read-write.
+#[test]
+fn no_package_cache_is_writable_from_inside() {
+    use mcpjail::sandbox::{self, GrantAccess, JailOptions};
+    let w = World::new();
+    let env: Vec<(std::ffi::OsString, std::ffi::OsString)> =
+        w.env.iter().map(|(k, v)| (k.into(), v.into())).collect();
+    let caches = [
+        test_env("runners/npm-cache").canonicalize().unwrap(),
+        test_env("runners/uv-cache").canonicalize().unwrap(),
+    ];
+    for command in [
+        vec![
+            "npx".to_string(),
+            "-y".into(),
+            pin("NPX_PACKAGES", "server-memory"),
+        ],
+        vec!["uvx".to_string(), pin("UVX_PACKAGES", "mcp-server-time")],
+    ] {
+        let jail = sandbox::prepare_with_env(
+            &mcpjail::policy::Scope::default(),
+            &command,
+            &w.project(),
+            &JailOptions::default(),
+            &env,
+        )
+        .unwrap();
+        let in_cache: Vec<_> = jail
+            .grants()
+            .iter()
+            .filter(|g| {
+                caches
+                    .iter()
+                    .any(|c| g.path.starts_with(c) || c.starts_with(&g.path))
+            })
+            .collect();
+        assert!(
+            !in_cache.is_empty(),
+            "{command:?}: the package tree is not granted"
+        );
+        for g in in_cache {
+            assert!(
+                matches!(g.access, GrantAccess::Read | GrantAccess::ReadExec),
+                "{command:?}: {g:?} opens a cache for writing"
+            );
+        }
+    }
+}
