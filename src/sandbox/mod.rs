@@ -48,10 +48,6 @@ pub struct JailOptions {
     pub require_full: bool,
     /// `--env-keep KEY`: extra environment variables passed to the server.
     pub env_keep: Vec<String>,
-    /// Variables the server's launcher sets for it (a package runner's `PATH` and
-    /// `VIRTUAL_ENV`, the contents of an `--env-file`; see [`launcher`]): set over the base
-    /// environment and kept through the scrub.
-    pub launch_env: Vec<(String, String)>,
     /// The server's private state directory (see `policy::server_state_dir`): created 0700,
     /// granted read-write, and the server's `XDG_{STATE,DATA,CACHE,CONFIG}_HOME` point into it,
     /// so a server that keeps state, caches or settings "in its home" writes there instead of
@@ -194,8 +190,9 @@ pub fn prepare_with_env(
     // environment; only the program it resolves to is jailed.
     let launch = launcher::resolve(command, cwd, base_env)
         .map_err(|e| SandboxError::Prepare(e.to_string()))?;
-    let mut launch_env = launch.env.clone();
-    launch_env.extend(opts.launch_env.iter().cloned());
+    // Variables the launcher sets for the server (its PATH, VIRTUAL_ENV, an --env-file's):
+    // set over the base environment and kept through the scrub.
+    let launch_env = &launch.env;
     let mut with_launch: Vec<(OsString, OsString)> = base_env
         .iter()
         .filter(|(k, _)| !launch_env.iter().any(|(lk, _)| k == lk.as_str()))

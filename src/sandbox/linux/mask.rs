@@ -138,6 +138,27 @@ impl MaskFailure {
     }
 }
 
+/// Bind `source` over `path`, then remount that bind read-only (`MASK_FLAGS`). Runs in the
+/// forked child: raw syscalls only.
+fn bind_sealed(
+    source: &CStr,
+    path: &CStr,
+    bind_flags: libc::c_ulong,
+    bind_step: MaskStep,
+    index: usize,
+) -> Result<(), MaskFailure> {
+    sys::mount(Some(source), path, None, bind_flags, None)
+        .map_err(MaskFailure::at(bind_step, index))?;
+    sys::mount(
+        None,
+        path,
+        None,
+        libc::MS_BIND | libc::MS_REMOUNT | MASK_FLAGS,
+        None,
+    )
+    .map_err(MaskFailure::at(MaskStep::RemountReadOnly, index))
+}
+
 impl MaskPlan {
     pub fn new(masks: &[Mask]) -> Result<Self, SandboxError> {
         let mut entries = Vec::with_capacity(masks.len());
@@ -221,36 +242,16 @@ impl MaskPlan {
         for (i, (path, kind)) in self.entries.iter().enumerate() {
             match kind {
                 MaskKind::File => {
-                    sys::mount(Some(DEV_NULL), path, None, libc::MS_BIND, None)
-                        .map_err(MaskFailure::at(MaskStep::BindDevNull, i))?;
-                    sys::mount(
-                        None,
-                        path,
-                        None,
-                        libc::MS_BIND | libc::MS_REMOUNT | MASK_FLAGS,
-                        None,
-                    )
-                    .map_err(MaskFailure::at(MaskStep::RemountReadOnly, i))?;
+                    bind_sealed(DEV_NULL, path, libc::MS_BIND, MaskStep::BindDevNull, i)?
                 }
-                MaskKind::ReadOnly => {
-                    // Recursive, so masks already mounted inside it (deepest first) come along.
-                    sys::mount(
-                        Some(path.as_c_str()),
-                        path,
-                        None,
-                        libc::MS_BIND | libc::MS_REC,
-                        None,
-                    )
-                    .map_err(MaskFailure::at(MaskStep::BindSelf, i))?;
-                    sys::mount(
-                        None,
-                        path,
-                        None,
-                        libc::MS_BIND | libc::MS_REMOUNT | MASK_FLAGS,
-                        None,
-                    )
-                    .map_err(MaskFailure::at(MaskStep::RemountReadOnly, i))?;
-                }
+                // Recursive, so masks already mounted inside it (deepest first) come along.
+                MaskKind::ReadOnly => bind_sealed(
+                    path.as_c_str(),
+                    path,
+                    libc::MS_BIND | libc::MS_REC,
+                    MaskStep::BindSelf,
+                    i,
+                )?,
                 MaskKind::Dir => {
                     sys::mount(
                         Some(TMPFS),
