@@ -186,10 +186,7 @@ impl LineDecoder {
 }
 
 fn memchr_newline(buf: &[u8], from: usize) -> Option<usize> {
-    buf.get(from..)?
-        .iter()
-        .position(|&b| b == b'\n')
-        .map(|i| i + from)
+    memchr::memchr(b'\n', buf.get(from..)?).map(|i| i + from)
 }
 
 /// Reads frames from an async byte stream. `next_frame` is cancel-safe: all state lives in

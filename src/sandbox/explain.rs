@@ -351,7 +351,9 @@ pub fn refused_in(jail: &PreparedJail, scope: &Scope, text: &str) -> Vec<Refused
     out
 }
 
-/// Does `text` mention a permission error at all (cheap, before any parsing)?
+/// Does `text` mention a permission error at all (cheap, before any parsing)? This runs on
+/// every `tools/call` result, so it jumps between occurrences of each needle's first letter
+/// (either case) with `memchr2` instead of comparing at every byte.
 pub fn mentions_permission_error(text: &[u8]) -> bool {
     const NEEDLES: &[&[u8]] = &[
         b"eacces",
@@ -364,7 +366,19 @@ pub fn mentions_permission_error(text: &[u8]) -> bool {
     ];
     NEEDLES
         .iter()
-        .any(|n| text.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n)))
+        .any(|needle| contains_ignore_ascii_case(text, needle))
+}
+
+/// `needle` (lower-case ASCII) occurs in `haystack`, ignoring ASCII case.
+fn contains_ignore_ascii_case(haystack: &[u8], needle: &[u8]) -> bool {
+    let Some(&first) = needle.first() else {
+        return true;
+    };
+    memchr::memchr2_iter(first, first.to_ascii_uppercase(), haystack).any(|at| {
+        haystack
+            .get(at..at + needle.len())
+            .is_some_and(|w| w.eq_ignore_ascii_case(needle))
+    })
 }
 
 /// What a line says was attempted on the path it names.
@@ -720,6 +734,10 @@ mod tests {
         assert!(mentions_permission_error(b"x EACCES y"));
         assert!(mentions_permission_error(b"Operation Not Permitted"));
         assert!(!mentions_permission_error(b"No such file or directory"));
+        assert!(mentions_permission_error(b"EROFS"));
+        assert!(mentions_permission_error(b"...read-only FILE system"));
+        assert!(!mentions_permission_error(b"eacce"));
+        assert!(!mentions_permission_error(b""));
     }
 
     #[test]
