@@ -247,7 +247,55 @@ fn main() {
             mib(p.rss_calls_kib)
         );
     }
+    startup_table(&scope);
     real_server_table();
+}
+
+const STARTS: usize = 30;
+
+/// Spawn → `initialize` answer → `tools/list` answer, alternating direct / relay / proxy starts
+/// so drift lands on all alike; medians and the time each adds over direct.
+fn startup_table(scope: &std::path::Path) {
+    type Mode = (&'static str, fn(&std::path::Path) -> Command);
+    let modes: [Mode; 4] = [
+        ("direct", direct_cmd),
+        ("byte relay", relay_cmd),
+        ("proxy --no-jail", |scope| proxy_cmd(scope, &["--no-jail"])),
+        ("proxy (jailed)", |scope| proxy_cmd(scope, &[])),
+    ];
+    let mut times: Vec<Vec<Duration>> = modes.iter().map(|_| Vec::new()).collect();
+    for _ in 0..STARTS {
+        for (i, (_, cmd)) in modes.iter().enumerate() {
+            let t = Instant::now();
+            let mut s = Session::start(cmd(scope));
+            s.roundtrip(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+            times[i].push(t.elapsed());
+            s.finish();
+        }
+    }
+    let medians: Vec<Duration> = times
+        .iter_mut()
+        .map(|t| {
+            t.sort_unstable();
+            t[t.len() / 2]
+        })
+        .collect();
+    println!("\nstart-up: spawn → initialize → tools/list answered, median of {STARTS} alternating starts");
+    println!("{:<18} {:>10} {:>10}", "mode", "median", "added");
+    for ((name, _), m) in modes.iter().zip(&medians) {
+        let added = m.as_secs_f64() * 1e3 - medians[0].as_secs_f64() * 1e3;
+        println!(
+            "{:<18} {:>8.2}ms {:>8.2}ms",
+            name,
+            m.as_secs_f64() * 1e3,
+            added
+        );
+    }
+    let jailed_added = medians[3].as_secs_f64() * 1e3 - medians[0].as_secs_f64() * 1e3;
+    println!(
+        "  target: jailed proxy adds ≤ 3 ms {}",
+        verdict(jailed_added <= 3.0)
+    );
 }
 
 const REAL_CALLS: usize = 2_000;

@@ -13,10 +13,12 @@
 //! * [`proxy`] is the stdio MCP proxy: framing, routing, call checks, denials, live log.
 //! * [`sandbox`] turns a Scope into Landlock + seccomp rules (Linux) or a Seatbelt profile (macOS).
 //! * [`clients`] finds and rewrites MCP client configs byte-preservingly (`mcpjail install`).
+//! * [`registry`] signs scan verdicts into records and builds the static registry site from them.
 //! * [`cli`] holds the argument definitions and command functions the binaries call.
 
 pub mod cli;
 pub mod clients;
 pub mod policy;
 pub mod proxy;
+pub mod registry;
 pub mod sandbox;
