@@ -99,7 +99,7 @@ fn parse_clients(names: &[String]) -> anyhow::Result<Vec<ClientId>> {
         .collect()
 }
 
-fn project_dir(arg: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+pub(super) fn project_dir(arg: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     let dir = match arg {
         Some(d) => d,
         None => std::env::current_dir().context("cannot read the current directory")?,
@@ -111,12 +111,12 @@ fn project_dir(arg: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     })
 }
 
-fn host() -> anyhow::Result<HostEnv> {
+pub(super) fn host() -> anyhow::Result<HostEnv> {
     Ok(HostEnv::from_env()?)
 }
 
 /// `~/…` for paths under HOME (shorter tables and diffs).
-fn display_path(host: &HostEnv, path: &Path) -> String {
+pub(super) fn display_path(host: &HostEnv, path: &Path) -> String {
     match path.strip_prefix(&host.home) {
         Ok(rest) => format!("~/{}", rest.display()),
         Err(_) => path.display().to_string(),
@@ -133,7 +133,7 @@ fn stdout_color(global: &GlobalArgs) -> bool {
     }
 }
 
-fn resolve_proxy(arg: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+pub(super) fn resolve_proxy(arg: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     let path = match arg {
         Some(p) => std::path::absolute(&p)
             .with_context(|| format!("cannot make {} absolute", p.display()))?,
@@ -371,7 +371,7 @@ fn entry_cwd(host: &HostEnv, project: &Path, entry: &ServerEntry) -> PathBuf {
     }
 }
 
-fn target_for(
+pub(super) fn target_for(
     host: &HostEnv,
     project: &Path,
     entry: &ServerEntry,

@@ -13,6 +13,7 @@ pub mod install;
 pub mod pin;
 pub mod policy;
 pub mod proxy;
+pub mod registry;
 
 use std::fmt;
 use std::process::ExitCode;
@@ -87,6 +88,13 @@ pub enum Command {
     /// List and approve pinned tool definitions (rug-pull detection).
     #[command(subcommand)]
     Pin(pin::PinCommand),
+    /// Make an ed25519 keypair for signing scan records.
+    Keygen(registry::KeygenArgs),
+    /// Keep signed scan records and build the static registry site from them.
+    #[command(subcommand)]
+    Registry(registry::RegistryCommand),
+    /// Check the servers in your client configs against their signed scan records.
+    Verify(registry::VerifyArgs),
 }
 
 /// The `mcpjail-proxy` binary: the proxy arguments at top level.
@@ -195,6 +203,9 @@ pub fn main_mcpjail() -> ExitCode {
         Command::Status(args) => install::run_status(args, &cli.global),
         Command::Policy(cmd) => policy::run(cmd, &cli.global),
         Command::Pin(cmd) => pin::run(cmd, &cli.global),
+        Command::Keygen(args) => registry::run_keygen(args),
+        Command::Registry(cmd) => registry::run_registry(cmd),
+        Command::Verify(args) => registry::run_verify(args, &cli.global),
     };
     match result {
         Ok(code) => code,

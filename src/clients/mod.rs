@@ -28,6 +28,7 @@ pub mod edit;
 pub mod gemini;
 pub mod host;
 pub mod jsonc;
+pub mod listtools;
 pub mod procs;
 pub mod record;
 pub mod scan;

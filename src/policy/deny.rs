@@ -18,11 +18,11 @@
 //! only, and the jail's notes say which.
 //!
 //! [`always_denied`] assembles the whole always-denied list for a user: credentials, the client
-//! configs and mcpjail's own state.
+//! configs and mcpjail's own state (config, state, and the data directory with the registry).
 
 use std::path::Path;
 
-use super::xdg::{config_dir, state_dir};
+use super::xdg::{config_dir, data_dir, state_dir};
 
 /// The always-denied globs for a user: credentials, MCP client configs, mcpjail's own state.
 /// Home-relative entries are made absolute (and glob-escaped) against the canonical `home`;
@@ -73,7 +73,12 @@ pub fn always_denied(home: Option<&Path>) -> Vec<String> {
             out.push(esc(rel));
         }
     }
-    for dir in [config_dir(home), state_dir(home)].into_iter().flatten() {
+    // data_dir holds the default registry and its trusted keys: a server that could write
+    // there could vouch for itself.
+    for dir in [config_dir(home), state_dir(home), data_dir(home)]
+        .into_iter()
+        .flatten()
+    {
         let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
         out.push(globset::escape(&dir.to_string_lossy()));
     }

@@ -941,6 +941,7 @@ mod tests {
             PathBuf::from("/x/claude_desktop_config.json"),
             home.join(".config/mcpjail/servers/a.toml"),
             home.join(".local/state/mcpjail/pins/a.json"),
+            home.join(".local/share/mcpjail/registry/keys/me.pub"),
         ] {
             if std::env::var_os("XDG_CONFIG_HOME").is_some()
                 && bad.to_string_lossy().contains("mcpjail")

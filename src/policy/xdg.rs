@@ -13,6 +13,12 @@ pub fn state_dir(home: Option<&Path>) -> Option<PathBuf> {
     xdg_dir("XDG_STATE_HOME", home, ".local/state").map(|d| d.join("mcpjail"))
 }
 
+/// `$XDG_DATA_HOME/mcpjail` (default `~/.local/share/mcpjail`): the default registry lives in
+/// its `registry/` directory.
+pub fn data_dir(home: Option<&Path>) -> Option<PathBuf> {
+    xdg_dir("XDG_DATA_HOME", home, ".local/share").map(|d| d.join("mcpjail"))
+}
+
 /// `$XDG_STATE_HOME/mcpjail-servers/<name>` (default `~/.local/state/mcpjail-servers/<name>`):
 /// the private state directory the jail gives one server. Kept apart from mcpjail's own state
 /// (pins, install records), which every server is denied.

@@ -1,0 +1,351 @@
+//! The registry end to end through the `mcpjail` binary: `keygen` → a signed record →
+//! `registry add` (trusted, superseded, untrusted) → `registry verify` (clean, then a changed
+//! byte and a swapped key each fail it, naming the file) → `registry build` (the site's files)
+//! → `mcpjail verify` against a project whose `.mcp.json` runs the real fixture server: `ok`
+//! while its tools match the record, `stale` (exit 1) once they do not.
+//!
+//! Records here are signed through the library (`Record::sign`); `tests/scan_*.rs` covers
+//! `mcpjail scan --sign --record`, which produces them from a real scan.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use mcpjail::clients::listtools::list_tools;
+use mcpjail::clients::startcheck::StartTarget;
+use mcpjail::registry::keys;
+use mcpjail::registry::record::{
+    tools_digest, Record, Scanner, ServerIdentity, Signer, ToolVerdict, Verdict, SCHEMA,
+};
+
+const MCPJAIL: &str = env!("CARGO_BIN_EXE_mcpjail");
+const SERVER: &str = env!("CARGO_BIN_EXE_mcpjail-fixture-files");
+
+struct Env {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    registry: PathBuf,
+    key: PathBuf,
+}
+
+impl Env {
+    fn new() -> Env {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let registry = tmp.path().join("registry");
+        let env = Env {
+            home,
+            registry,
+            key: tmp.path().join("signer/mcpjail-signing.key"),
+            _tmp: tmp,
+        };
+        let out = env.run(&[
+            "keygen",
+            "--out",
+            env.key.parent().unwrap().to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", text(&out));
+        std::fs::create_dir_all(env.registry.join("keys")).unwrap();
+        std::fs::copy(
+            env.key.with_file_name("mcpjail-signing.pub"),
+            env.registry.join("keys/signer.pub"),
+        )
+        .unwrap();
+        env
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.run_in(args, &self.home)
+    }
+
+    fn run_in(&self, args: &[&str], cwd: &Path) -> Output {
+        Command::new(MCPJAIL)
+            .args(args)
+            .current_dir(cwd)
+            .env("HOME", &self.home)
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("XDG_DATA_HOME")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    }
+
+    fn reg(&self) -> &str {
+        self.registry.to_str().unwrap()
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn record(argv: &[String], digest: String, date: &str) -> Record {
+    Record {
+        schema: SCHEMA.into(),
+        server: ServerIdentity::from_command(argv, None),
+        tools_digest: digest,
+        tool_count: 3,
+        verdict: Verdict::Confined,
+        exfiltrated: false,
+        tools: vec![ToolVerdict {
+            name: "read_file".into(),
+            verdict: Verdict::Confined,
+        }],
+        evidence: vec![],
+        scanner: Scanner::this(),
+        kernel: "Linux test".into(),
+        date: date.into(),
+        signer: Signer {
+            key_id: String::new(),
+            public_key: String::new(),
+        },
+        signature: None,
+    }
+}
+
+fn write_signed(env: &Env, name: &str, r: Record) -> PathBuf {
+    let key = keys::load_signing(&env.key).unwrap();
+    let path = env.home.join(name);
+    std::fs::write(&path, r.sign(&key).unwrap().to_pretty_json()).unwrap();
+    path
+}
+
+fn npx_argv() -> Vec<String> {
+    [
+        "npx",
+        "-y",
+        "@modelcontextprotocol/server-filesystem@2025.8.21",
+        "/srv",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+#[test]
+fn add_supersede_verify_tamper_and_build() {
+    let env = Env::new();
+    let old = write_signed(
+        &env,
+        "old.json",
+        record(&npx_argv(), "sha256:aa".into(), "2026-11-01T00:00:00Z"),
+    );
+    let new = write_signed(
+        &env,
+        "new.json",
+        record(&npx_argv(), "sha256:bb".into(), "2026-12-01T00:00:00Z"),
+    );
+    let out = env.run(&[
+        "registry",
+        "add",
+        old.to_str().unwrap(),
+        "--registry",
+        env.reg(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("added"), "{}", text(&out));
+    let out = env.run(&[
+        "registry",
+        "add",
+        new.to_str().unwrap(),
+        old.to_str().unwrap(),
+        "--registry",
+        env.reg(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("superseded") && text(&out).contains("skipped"),
+        "{}",
+        text(&out)
+    );
+
+    // A record signed by a key the registry does not trust is rejected (exit 1), not stored.
+    let stranger = tempfile::tempdir().unwrap();
+    let (stranger_key, _, _) = keys::generate(&stranger.path().join("k")).unwrap();
+    let foreign = env.home.join("foreign.json");
+    let mut r = record(&npx_argv(), "sha256:cc".into(), "2026-12-02T00:00:00Z");
+    r.server.name = "other-server".into();
+    std::fs::write(
+        &foreign,
+        r.sign(&keys::load_signing(&stranger_key).unwrap())
+            .unwrap()
+            .to_pretty_json(),
+    )
+    .unwrap();
+    let out = env.run(&[
+        "registry",
+        "add",
+        foreign.to_str().unwrap(),
+        "--registry",
+        env.reg(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("not one of the registry's trusted keys"),
+        "{}",
+        text(&out)
+    );
+
+    let out = env.run(&["registry", "verify", "--registry", env.reg()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("1 verified, 0 failed"),
+        "{}",
+        text(&out)
+    );
+
+    let site = env.home.join("site");
+    let out = env.run(&[
+        "registry",
+        "build",
+        "--registry",
+        env.reg(),
+        "--out",
+        site.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let index = std::fs::read_to_string(site.join("index.html")).unwrap();
+    assert!(
+        index.contains("@modelcontextprotocol/server-filesystem") && index.contains("2025.8.21")
+    );
+    assert!(site
+        .join("badges/modelcontextprotocol__server-filesystem.svg")
+        .is_file());
+    let endpoint: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            site.join("endpoints/modelcontextprotocol__server-filesystem.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(endpoint["message"], "confined");
+    let machine: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(site.join("index.json")).unwrap()).unwrap();
+    assert_eq!(machine["records"][0]["tools_digest"], "sha256:bb");
+
+    // Change one value in the stored record: verify fails and names the file.
+    let stored = env
+        .registry
+        .join("records/modelcontextprotocol__server-filesystem/2025.8.21.json");
+    let original = std::fs::read_to_string(&stored).unwrap();
+    std::fs::write(&stored, original.replace("sha256:bb", "sha256:bc")).unwrap();
+    let out = env.run(&["registry", "verify", "--registry", env.reg()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains(stored.to_str().unwrap())
+            && text(&out).contains("signature does not match"),
+        "{}",
+        text(&out)
+    );
+
+    // Swap the key: the same record re-signed by the stranger, stored in place.
+    let swapped: Record = serde_json::from_str(&original).unwrap();
+    std::fs::write(
+        &stored,
+        swapped
+            .sign(&keys::load_signing(&stranger_key).unwrap())
+            .unwrap()
+            .to_pretty_json(),
+    )
+    .unwrap();
+    let out = env.run(&["registry", "verify", "--registry", env.reg()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("not one of the registry's trusted keys"),
+        "{}",
+        text(&out)
+    );
+
+    // The original bytes verify again (the control for both failures).
+    std::fs::write(&stored, &original).unwrap();
+    assert!(env
+        .run(&["registry", "verify", "--registry", env.reg()])
+        .status
+        .success());
+}
+
+#[test]
+fn verify_checks_configured_servers_against_their_records() {
+    let env = Env::new();
+    let project = env.home.join("project");
+    let scope = project.join("scope");
+    std::fs::create_dir_all(&scope).unwrap();
+    let argv = vec![SERVER.to_string(), scope.to_string_lossy().into_owned()];
+    std::fs::write(
+        project.join(".mcp.json"),
+        serde_json::json!({"mcpServers": {"files": {"command": argv[0], "args": [argv[1]]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let live = list_tools(
+        &StartTarget {
+            label: "files".into(),
+            argv: argv.clone(),
+            env: vec![],
+            cwd: project.clone(),
+        },
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    assert!(!live.is_empty());
+    let verify = |env: &Env| env.run_in(&["verify", "--registry", env.reg(), "--json"], &project);
+
+    // No record yet: reported as missing; only --strict fails on it.
+    let out = verify(&env);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("\"missing\""), "{}", text(&out));
+    let strict = env.run_in(&["verify", "--registry", env.reg(), "--strict"], &project);
+    assert_eq!(strict.status.code(), Some(1), "{}", text(&strict));
+
+    let good = write_signed(
+        &env,
+        "good.json",
+        record(&argv, tools_digest(&live), "2026-12-01T00:00:00Z"),
+    );
+    assert!(env
+        .run(&[
+            "registry",
+            "add",
+            good.to_str().unwrap(),
+            "--registry",
+            env.reg()
+        ])
+        .status
+        .success());
+    let out = verify(&env);
+    assert!(out.status.success(), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["servers"][0]["status"], "ok", "{report:#}");
+    assert_eq!(report["servers"][0]["verdict"], "confined");
+
+    // The server's tools are no longer what was scanned: a newer record with another digest
+    // stands in for "the server changed after its record" (the fixture's tools are fixed).
+    let mut changed = live.clone();
+    changed[0]["description"] = serde_json::json!("rewritten after the scan");
+    let stale = write_signed(
+        &env,
+        "stale.json",
+        record(&argv, tools_digest(&changed), "2026-12-02T00:00:00Z"),
+    );
+    assert!(env
+        .run(&[
+            "registry",
+            "add",
+            stale.to_str().unwrap(),
+            "--registry",
+            env.reg()
+        ])
+        .status
+        .success());
+    let out = verify(&env);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["servers"][0]["status"], "stale", "{report:#}");
+}
