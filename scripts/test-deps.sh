@@ -75,6 +75,23 @@ install_srt_system_deps() {
 }
 install_srt_system_deps
 
+# The registry site test (tests/registry_site_browser.rs) drives Debian's chromium through
+# playwright-core (from tests/js); playwright's own browser download does not work here.
+install_chromium() {
+    if command -v chromium >/dev/null 2>&1; then
+        return
+    fi
+    local hint="hint: install Debian's chromium (apt-get install chromium) or set MCPJAIL_TEST_CHROMIUM"
+    [ -n "${MCPJAIL_TEST_CHROMIUM:-}" ] && return
+    command -v apt-get >/dev/null 2>&1 || die "chromium is missing and apt-get is not available; $hint"
+    [ "$(id -u)" = 0 ] || die "chromium is missing and installing it needs root; $hint"
+    say "apt: installing chromium (for the registry site test)"
+    apt-get update -qq || die "apt-get update failed; $hint"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium ||
+        die "apt-get install chromium failed; $hint"
+}
+install_chromium
+
 mkdir -p "$ENV_DIR"
 # Two test runs in one checkout (or a test invoking this script) must not install concurrently.
 exec 9>"$ENV_DIR/.lock"
@@ -103,7 +120,8 @@ install_node() {
     local stamp
     stamp="$(stamp_of "node $(node --version)" "$js/package.json" "$js/package-lock.json")"
     local bins=("$dir/node_modules/.bin/mcp-server-filesystem" "$dir/node_modules/.bin/mcp-server-memory"
-        "$dir/node_modules/@modelcontextprotocol/sdk/package.json" "$dir/node_modules/.bin/srt")
+        "$dir/node_modules/@modelcontextprotocol/sdk/package.json" "$dir/node_modules/.bin/srt"
+        "$dir/node_modules/playwright-core/package.json")
     if up_to_date "$dir" "$stamp" "${bins[@]}"; then
         say "node: up to date"
         return

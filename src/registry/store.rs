@@ -48,6 +48,9 @@ pub enum Added {
     Rejected(String),
 }
 
+/// `verify_all`'s answer: the records that verified (with their files), and the failures.
+pub type Checked = (Vec<(PathBuf, Record)>, Vec<Failure>);
+
 /// One stored record that failed verification.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Failure {
@@ -171,7 +174,7 @@ impl Registry {
 
     /// Verify every stored record: the good ones and the failures, each failure naming its
     /// file and what failed.
-    pub fn verify_all(&self) -> Result<(Vec<(PathBuf, Record)>, Vec<Failure>), StoreError> {
+    pub fn verify_all(&self) -> Result<Checked, StoreError> {
         let mut good = Vec::new();
         let mut bad = Vec::new();
         for path in self.record_files()? {
