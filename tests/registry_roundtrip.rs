@@ -349,3 +349,68 @@ fn verify_checks_configured_servers_against_their_records() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["servers"][0]["status"], "stale", "{report:#}");
 }
+
+#[test]
+fn serve_previews_the_site_on_localhost_and_nothing_outside_it() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let env = Env::new();
+    let rec = write_signed(
+        &env,
+        "r.json",
+        record(&npx_argv(), "sha256:aa".into(), "2026-12-01T00:00:00Z"),
+    );
+    assert!(env
+        .run(&[
+            "registry",
+            "add",
+            rec.to_str().unwrap(),
+            "--registry",
+            env.reg()
+        ])
+        .status
+        .success());
+    let mut child = Command::new(MCPJAIL)
+        .args([
+            "registry",
+            "serve",
+            "--registry",
+            env.reg(),
+            "--addr",
+            "127.0.0.1:0",
+        ])
+        .env("HOME", &env.home)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let addr = first
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {first:?}"))
+        .to_string();
+    let get = |path: &str| {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).unwrap();
+        answer
+    };
+    let index = get("/");
+    let svg = get("/badges/modelcontextprotocol__server-filesystem.svg");
+    let escape = get("/..%2f..%2fetc/passwd");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        index.starts_with("HTTP/1.1 200") && index.contains("server-filesystem"),
+        "{index}"
+    );
+    assert!(
+        svg.contains("image/svg+xml") && svg.contains("confined"),
+        "{svg}"
+    );
+    assert!(escape.starts_with("HTTP/1.1 404"), "{escape}");
+}
