@@ -20,3 +20,4 @@ pub mod clients;
 pub mod policy;
 pub mod proxy;
 pub mod sandbox;
+pub mod scan;

@@ -13,6 +13,7 @@ pub mod install;
 pub mod pin;
 pub mod policy;
 pub mod proxy;
+pub mod scan;
 
 use std::fmt;
 use std::process::ExitCode;
@@ -87,6 +88,9 @@ pub enum Command {
     /// List and approve pinned tool definitions (rug-pull detection).
     #[command(subcommand)]
     Pin(pin::PinCommand),
+    /// The Laundering Scan: call every tool with hostile paths, trace what the server really
+    /// opens, and give a verdict (confined, launders, undeclared, broken).
+    Scan(scan::ScanArgs),
 }
 
 /// The `mcpjail-proxy` binary: the proxy arguments at top level.
@@ -195,6 +199,7 @@ pub fn main_mcpjail() -> ExitCode {
         Command::Status(args) => install::run_status(args, &cli.global),
         Command::Policy(cmd) => policy::run(cmd, &cli.global),
         Command::Pin(cmd) => pin::run(cmd, &cli.global),
+        Command::Scan(args) => scan::run(args, &cli.global),
     };
     match result {
         Ok(code) => code,
