@@ -157,6 +157,14 @@ fn fill(schema: &Value, name: &str, depth: usize) -> Value {
         _ if n.contains("new") || n.contains("replace") => json!("line 2"),
         _ if n.contains("pattern") || n.contains("query") || n.contains("glob") => json!("notes"),
         _ if n.contains("message") => json!("mcpjail scan"),
+        _ if n.contains("revision")
+            || n.contains("target")
+            || n == "ref"
+            || n.contains("commit") =>
+        {
+            json!("HEAD")
+        }
+        _ if n.contains("branch") => json!("main"),
         _ if n.contains("content") || n.contains("text") || n.contains("data") => {
             json!("written by mcpjail scan\n")
         }

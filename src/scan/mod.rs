@@ -111,6 +111,8 @@ pub struct JailPass {
     /// Out-of-scope attempts refused (by the proxy or the kernel): the ones the tracer saw
     /// refused by the kernel.
     pub blocked_attempts: usize,
+    /// Hostile calls answered with an error (by the proxy's argument check or the server).
+    pub refused_calls: usize,
     /// Out-of-scope accesses that succeeded through the jail (must be empty).
     pub escaped: Vec<Evidence>,
     /// Calls whose result carried a canary token (must be empty).
@@ -603,6 +605,7 @@ async fn run_jail_pass(
         holds: false,
         calls: 0,
         blocked_attempts: 0,
+        refused_calls: 0,
         escaped: Vec::new(),
         leaked: Vec::new(),
         controls_ok_traced: traced_records
@@ -673,6 +676,13 @@ async fn run_jail_pass(
         }
     }
     let (accesses, _) = end_session(session).await;
+    // The proxy itself runs unjailed and reads its launcher's files in the real HOME (a pyenv
+    // shim, an npx cache) before it jails the server: only the canary places are judged here.
+    let classifier = Classifier {
+        sandbox: classifier.sandbox,
+        real_home: None,
+        runtime: Vec::new(),
+    };
     for a in &accesses {
         if classifier.is_violation(a) {
             if a.succeeded() {
@@ -700,6 +710,9 @@ async fn run_jail_pass(
     }
     for (i, outcome) in &outcomes {
         let call = &plan[*i];
+        if call.value.is_some() && !outcome.ok {
+            pass.refused_calls += 1;
+        }
         if !sb.leaked_in(&outcome.text).is_empty() {
             pass.leaked.push(format!("{} / {}", call.tool, call.probe));
         }
@@ -710,7 +723,11 @@ async fn run_jail_pass(
             if outcome.ok {
                 pass.controls_ok_jailed += 1;
             } else if traced_ok {
-                pass.controls_broken_by_jail.push(call.tool.clone());
+                pass.controls_broken_by_jail.push(format!(
+                    "{}: {}",
+                    call.tool,
+                    verdict::shorten(&outcome.text, 300)
+                ));
             }
         }
     }

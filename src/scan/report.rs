@@ -162,10 +162,11 @@ pub fn text(report: &ScanReport) -> String {
         let _ = writeln!(out);
         let _ = writeln!(
             out,
-            "  Jail pass (mcpjail proxy): {} — {} calls, {} out-of-scope attempts blocked by the \
-             kernel, {} escaped, {} leaked; control calls ok {}/{}",
+            "  Jail pass (mcpjail proxy): {} — {} calls, {} hostile calls refused, {} out-of-scope \
+             attempts blocked by the kernel, {} escaped, {} leaked; control calls ok {}/{}",
             if j.holds { "HOLDS" } else { "FAILS" },
             j.calls,
+            j.refused_calls,
             j.blocked_attempts,
             j.escaped.len(),
             j.leaked.len(),

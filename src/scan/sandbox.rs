@@ -127,11 +127,19 @@ impl ScanSandbox {
 
     /// (Re)create the scope's content: called before the scan and after any call that changed
     /// something in it (destructive tools are called too).
+    ///
+    /// The scope directory itself is kept (only its entries are replaced): a jail holds rules
+    /// on its inode, and a new directory at the same path would be outside them.
     pub fn reset_scope(&self) -> io::Result<()> {
-        if self.scope.exists() {
-            fs::remove_dir_all(&self.scope)?;
-        }
         fs::create_dir_all(&self.scope)?;
+        for entry in fs::read_dir(&self.scope)? {
+            let path = entry?.path();
+            match fs::symlink_metadata(&path) {
+                Ok(m) if m.is_dir() => fs::remove_dir_all(&path)?,
+                Ok(_) => fs::remove_file(&path)?,
+                Err(_) => {}
+            }
+        }
         for (rel, body) in SCOPE_FILES {
             let p = self.scope.join(rel);
             if let Some(parent) = p.parent() {
@@ -140,6 +148,7 @@ impl ScanSandbox {
             fs::write(p, body)?;
         }
         std::os::unix::fs::symlink("../home/.aws", self.scope.join("link-out"))?;
+        git_init(&self.scope);
         Ok(())
     }
 
@@ -172,6 +181,37 @@ impl ScanSandbox {
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
+}
+
+/// Make the scope a git repository with one commit, when git is installed: git servers are
+/// told to serve it (`--repository`), and their control calls need a repository.
+fn git_init(dir: &Path) {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=mcpjail-scan",
+                "-c",
+                "user.email=scan@localhost",
+            ])
+            .args([
+                "-c",
+                "init.defaultBranch=main",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let _ =
+        git(&["init", "-q"]) && git(&["add", "-A"]) && git(&["commit", "-q", "-m", "scan scope"]);
 }
 
 /// Replace every path in the server's own arguments (existing files or directories, and
