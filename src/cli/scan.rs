@@ -345,3 +345,61 @@ impl scan::Progress for Bar {
         }
     }
 }
+
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Example:\n  mcpjail policy learn -- npx -y @modelcontextprotocol/server-filesystem ~/project"
+)]
+pub struct LearnArgs {
+    /// Label for the server (default: derived from the command).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Output: a commented policy file (toml) or JSON.
+    #[arg(long, value_enum, default_value_t = LearnFormat::Toml)]
+    pub format: LearnFormat,
+    /// Seconds to wait for each call.
+    #[arg(long, default_value_t = 10, value_name = "SECS")]
+    pub timeout: u64,
+    /// The server command (after `--`).
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LearnFormat {
+    Toml,
+    Json,
+}
+
+/// `mcpjail policy learn`.
+pub fn run_learn(args: LearnArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
+    let _ = global;
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let opts = ScanOptions {
+        command: args.command.clone(),
+        cwd,
+        name: args.name.clone(),
+        timeout: Duration::from_secs(args.timeout.max(1)),
+        env: std::env::vars_os().collect(),
+        server_env: Vec::new(),
+        jail_pass_with: None,
+        max_probes: Some(0),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let result = runtime.block_on(crate::scan::learn::learn(&opts));
+    runtime.shutdown_background();
+    let report = result.with_context(|| format!("learning {}", args.command.join(" ")))?;
+    let body = match args.format {
+        LearnFormat::Toml => crate::scan::learn::render_toml(&report),
+        LearnFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
+    };
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(body.as_bytes())?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}

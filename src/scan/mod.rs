@@ -25,6 +25,7 @@
 
 pub mod client;
 pub mod corpus;
+pub mod learn;
 pub mod report;
 pub mod sandbox;
 pub mod tracer;
@@ -359,6 +360,47 @@ pub async fn scan(
     opts: &ScanOptions,
     progress: &mut dyn Progress,
 ) -> Result<ScanReport, ScanError> {
+    Ok(scan_full(opts, progress).await?.report)
+}
+
+/// A scan with everything it saw, for `policy learn`.
+pub(crate) struct FullRun {
+    pub report: ScanReport,
+    pub accesses: Vec<Access>,
+    pub sandbox: ScanSandbox,
+    pub grants: Vec<crate::sandbox::Grant>,
+}
+
+/// What `policy learn` needs: a traced run with the control calls only.
+pub(crate) struct BenignRun {
+    pub name: String,
+    pub accesses: Vec<Access>,
+    pub sandbox: ScanSandbox,
+    pub grants: Vec<crate::sandbox::Grant>,
+    pub calls: usize,
+    pub controls_ok: usize,
+    pub duration_ms: u128,
+}
+
+pub(crate) async fn traced_benign_run(opts: &ScanOptions) -> Result<BenignRun, ScanError> {
+    let opts = ScanOptions {
+        max_probes: Some(0),
+        jail_pass_with: None,
+        ..opts.clone()
+    };
+    let run = scan_full(&opts, &mut NoProgress).await?;
+    Ok(BenignRun {
+        name: run.report.server.name.clone(),
+        calls: run.report.probes.len(),
+        controls_ok: run.report.probes.iter().filter(|p| p.ok).count(),
+        duration_ms: run.report.duration_ms,
+        accesses: run.accesses,
+        sandbox: run.sandbox,
+        grants: run.grants,
+    })
+}
+
+async fn scan_full(opts: &ScanOptions, progress: &mut dyn Progress) -> Result<FullRun, ScanError> {
     if !tracer::supported() {
         return Err(ScanError::Unsupported);
     }
@@ -388,13 +430,14 @@ pub async fn scan(
         env_keep: opts.server_env.iter().map(|(k, _)| k.clone()).collect(),
         ..Default::default()
     };
-    let runtime: Vec<PathBuf> =
+    let grants: Vec<crate::sandbox::Grant> =
         crate::sandbox::prepare_with_env(&safety, &argv, &sb.scope, &jail_opts, &env)?
             .grants()
             .iter()
             .filter(|g| !g.why.starts_with("scope"))
-            .map(|g| g.path.clone())
+            .cloned()
             .collect();
+    let runtime: Vec<PathBuf> = grants.iter().map(|g| g.path.clone()).collect();
     let classifier = Classifier {
         runtime,
         sandbox: &sb,
@@ -520,7 +563,7 @@ pub async fn scan(
         None => None,
     };
 
-    Ok(ScanReport {
+    let report = ScanReport {
         schema: verdict::SCHEMA,
         scanner: format!("mcpjail {}", env!("CARGO_PKG_VERSION")),
         server: ServerIdentity {
@@ -548,6 +591,13 @@ pub async fn scan(
         },
         duration_ms: started.elapsed().as_millis(),
         notes,
+    };
+    drop(classifier);
+    Ok(FullRun {
+        report,
+        accesses: all_accesses,
+        sandbox: sb,
+        grants,
     })
 }
 
