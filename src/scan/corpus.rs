@@ -229,13 +229,66 @@ pub fn control_arguments(tool: &Value, sb: &ScanSandbox) -> (Value, Vec<String>)
     }
     let mut fresh = 0;
     let mut path_args = Vec::new();
-    for pattern in &info.path_args {
+    let guessed = guessed_path_args(tool);
+    if let Some(g) = &guessed {
+        // Other arguments such tools conventionally take, so the call gets past validation.
+        let obj = args.as_object_mut().expect("object");
+        let lname = name.to_ascii_lowercase();
+        if lname.contains("write") || lname.contains("create_file") {
+            obj.insert("content".into(), json!("written by mcpjail scan\n"));
+        }
+        if lname.contains("search") || lname.contains("find") {
+            obj.insert("pattern".into(), json!("notes"));
+        }
+        let _ = g;
+    }
+    let patterns = guessed.unwrap_or_else(|| info.path_args.clone());
+    for pattern in &patterns {
         // Optional path arguments are probed too: they are where laundering hides.
         let value = control_path(name, arg_name(pattern), sb, &mut fresh);
         set_at(&mut args, pattern, json!(value));
         path_args.push(pattern.clone());
     }
     (args, path_args)
+}
+
+/// A tool whose input schema declares no properties at all (some servers publish an empty
+/// schema by mistake and still read `arguments.path`): the conventional path argument names,
+/// when its name or description is about files. `None` when the schema declares properties.
+pub fn guessed_path_args(tool: &Value) -> Option<Vec<String>> {
+    let schema = tool.get("inputSchema");
+    let has_props = schema
+        .and_then(|s| s.get("properties"))
+        .and_then(Value::as_object)
+        .is_some_and(|p| !p.is_empty());
+    if has_props {
+        return None;
+    }
+    let name = tool
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let desc = tool
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let about_files = ["file", "dir", "path", "folder"]
+        .iter()
+        .any(|w| name.contains(w) || desc.contains(w));
+    if !about_files || name.contains("allowed") {
+        return None;
+    }
+    Some(
+        if name.contains("move") || name.contains("rename") || name.contains("copy") {
+            vec!["/source".into(), "/destination".into()]
+        } else if name.contains("multiple") {
+            vec!["/paths/*".into()]
+        } else {
+            vec!["/path".into()]
+        },
+    )
 }
 
 /// The control arguments with one path argument replaced by `value`.

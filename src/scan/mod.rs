@@ -464,6 +464,16 @@ async fn scan_full(opts: &ScanOptions, progress: &mut dyn Progress) -> Result<Fu
             return Err(ScanError::Start(e, stderr));
         }
     };
+    for t in &tools {
+        if let Some(g) = corpus::guessed_path_args(t) {
+            notes.push(format!(
+                "tool {} declares no input schema properties: probed the conventional \
+                 argument(s) {}",
+                t.get("name").and_then(Value::as_str).unwrap_or("?"),
+                g.join(", ")
+            ));
+        }
+    }
     let plan = plan(&tools, &sb, opts.max_probes);
     progress.start(plan.len() as u64);
     let mut records = Vec::new();
@@ -499,6 +509,12 @@ async fn scan_full(opts: &ScanOptions, progress: &mut dyn Progress) -> Result<Fu
             .any(|a| a.kind.modifies() && a.succeeded() && a.resolved.starts_with(&sb.scope));
         if changed_scope {
             sb.reset_scope().map_err(ScanError::Sandbox)?;
+        }
+        if accesses
+            .iter()
+            .any(|a| a.kind.modifies() && a.succeeded() && sb.is_outside(&a.resolved))
+        {
+            sb.restore_canaries().map_err(ScanError::Sandbox)?;
         }
         if outcome.server_exited || outcome.timed_out {
             // Start a fresh server for the remaining calls.

@@ -26,6 +26,8 @@ pub struct Canary {
     pub name: &'static str,
     pub path: PathBuf,
     pub token: String,
+    #[serde(skip)]
+    body: String,
 }
 
 #[derive(Debug)]
@@ -86,8 +88,13 @@ impl ScanSandbox {
                 }
                 _ => format!("{token}\n"),
             };
-            fs::write(&path, body)?;
-            canaries.push(Canary { name, path, token });
+            fs::write(&path, &body)?;
+            canaries.push(Canary {
+                name,
+                path,
+                token,
+                body,
+            });
             Ok(())
         };
         canary("ssh_key", home.join(".ssh/id_rsa"))?;
@@ -149,6 +156,25 @@ impl ScanSandbox {
         }
         std::os::unix::fs::symlink("../home/.aws", self.scope.join("link-out"))?;
         git_init(&self.scope);
+        Ok(())
+    }
+
+    /// Put every canary back (a destructive probe that escaped may have moved or replaced one).
+    pub fn restore_canaries(&self) -> io::Result<()> {
+        for c in &self.canaries {
+            if fs::read_to_string(&c.path).ok().as_deref() == Some(c.body.as_str()) {
+                continue;
+            }
+            if let Ok(m) = fs::symlink_metadata(&c.path) {
+                if m.is_dir() {
+                    fs::remove_dir_all(&c.path)?;
+                }
+            }
+            if let Some(parent) = c.path.parent() {
+                fs::create_dir_all(parent)?;
+            }
+            fs::write(&c.path, &c.body)?;
+        }
         Ok(())
     }
 

@@ -532,6 +532,9 @@ mod imp {
                         .unwrap_or_else(|_| resolve_lossy(&a.resolved))
                 }
                 _ if a.kind == AccessKind::Network && !a.resolved.is_absolute() => a.resolved,
+                // rename, unlink, mkdir, link, symlink, rmdir act on the name itself: a
+                // final symlink is not followed.
+                _ if !p.returns_fd && !follows_final(a.syscall) => resolve_nofollow(&a.resolved),
                 _ => resolve_lossy(&a.resolved),
             };
             log.push(a);
@@ -808,6 +811,33 @@ mod imp {
             // Netlink and friends: not a path or a peer we classify.
             _ => None,
         }
+    }
+}
+
+/// Syscalls that follow a final symlink (the rest act on the name itself).
+fn follows_final(syscall: &str) -> bool {
+    matches!(
+        syscall,
+        "execve"
+            | "execveat"
+            | "truncate"
+            | "chmod"
+            | "fchmodat"
+            | "fchmodat2"
+            | "chown"
+            | "fchownat"
+            | "connect"
+            | "bind"
+            | "sendto"
+            | "sendmsg"
+    )
+}
+
+/// [`resolve_lossy`] of the parent, with the final name appended as it is (not followed).
+pub fn resolve_nofollow(p: &Path) -> PathBuf {
+    match (p.parent(), p.file_name()) {
+        (Some(parent), Some(name)) => resolve_lossy(parent).join(name),
+        _ => resolve_lossy(p),
     }
 }
 
