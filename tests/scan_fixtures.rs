@@ -213,3 +213,30 @@ fn exfil_jail_pass_leaks_nothing() {
     assert!(r["jail_pass"]["leaked"].as_array().unwrap().is_empty());
     assert_eq!(r["jail_pass"]["holds"], true);
 }
+
+#[test]
+fn a_call_that_hangs_times_out_and_the_scan_goes_on() {
+    let (r, _) = scan("hang", &["--no-jail-pass", "--timeout", "1"]);
+    let nul: Vec<&Value> = r["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["probe"] == "nul-byte")
+        .collect();
+    assert_eq!(nul.len(), 2, "one per tool");
+    assert!(nul.iter().all(|p| p["timed_out"] == true), "{nul:#?}");
+    // The probes after the hang ran against a restarted server and worked.
+    let after = r["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["tool"] == "list_directory" && p["probe"] == "control")
+        .unwrap();
+    assert_eq!(after["ok"], true);
+    assert!(r["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n.as_str().unwrap().contains("timed out")));
+    assert_eq!(r["verdict"], "confined");
+}

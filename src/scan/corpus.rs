@@ -6,8 +6,6 @@
 //! path-like argument ([`crate::policy::detect`]), one call per probe with only that argument
 //! replaced.
 
-use std::path::Path;
-
 use serde_json::{json, Map, Value};
 
 use super::sandbox::ScanSandbox;
@@ -296,11 +294,6 @@ pub fn hostile_arguments(control: &Value, pattern: &str, value: &str) -> Value {
     let mut args = control.clone();
     set_at(&mut args, pattern, json!(value));
     args
-}
-
-/// Whether `p` names something a probe aims at (used in tests).
-pub fn is_template_path(p: &Path) -> bool {
-    p.to_string_lossy().contains('{')
 }
 
 #[cfg(test)]

@@ -877,3 +877,46 @@ pub fn resolve_lossy(p: &Path) -> PathBuf {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolve_lossy_follows_existing_symlinks_and_appends_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("out")).unwrap();
+        std::fs::create_dir_all(root.join("scope")).unwrap();
+        std::os::unix::fs::symlink("../out", root.join("scope/link")).unwrap();
+        assert_eq!(
+            resolve_lossy(&root.join("scope/link/missing/x")),
+            root.join("out/missing/x")
+        );
+        assert_eq!(
+            resolve_lossy(&root.join("scope/../out/./y")),
+            root.join("out/y")
+        );
+        assert_eq!(
+            resolve_lossy(&root.join("scope/nope/../../out")),
+            root.join("out")
+        );
+        // The name itself, not its target, for rename/unlink/mkdir.
+        assert_eq!(
+            resolve_nofollow(&root.join("scope/link")),
+            root.join("scope/link")
+        );
+        assert_eq!(
+            resolve_nofollow(&root.join("scope/link/z")),
+            root.join("out/z")
+        );
+    }
+
+    #[test]
+    fn kinds_that_modify() {
+        assert!(AccessKind::Create.modifies());
+        assert!(AccessKind::Delete.modifies());
+        assert!(!AccessKind::Read.modifies());
+        assert!(!AccessKind::Exec.modifies());
+    }
+}
