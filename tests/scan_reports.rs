@@ -208,3 +208,52 @@ fn scans_a_server_from_a_client_config() {
         "the hint lists the servers: {err}"
     );
 }
+
+#[test]
+fn installed_scans_every_local_server_in_the_client_configs() {
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join("proj");
+    std::fs::create_dir_all(home.path().join(".cursor")).unwrap();
+    std::fs::create_dir_all(&data).unwrap();
+    let body = serde_json::json!({"mcpServers": {
+        "fx-honest": {"command": "python3", "args": [fixture(), "honest", &data]},
+        "fx-naive": {"command": "python3", "args": [fixture(), "naive", &data]},
+        "remote": {"url": "https://example.invalid/mcp"},
+    }});
+    std::fs::write(home.path().join(".cursor/mcp.json"), body.to_string()).unwrap();
+    let out = Command::new(MCPJAIL)
+        .args(["scan", "--installed", "--format", "json", "--no-jail-pass"])
+        .args(["--max-probes", "1", "--fail-on", "launders"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap())
+        .env("HOME", home.path())
+        .current_dir(home.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reports: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut verdicts: Vec<(String, String)> = reports
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["server"]["name"].as_str().unwrap().to_string(),
+                r["verdict"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    verdicts.sort();
+    assert_eq!(
+        verdicts,
+        vec![
+            ("fx-honest".to_string(), "confined".to_string()),
+            ("fx-naive".to_string(), "launders".to_string())
+        ]
+    );
+}
