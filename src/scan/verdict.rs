@@ -160,11 +160,14 @@ impl Classifier<'_> {
             .collect()
     }
 
-    /// Start-up accesses that reached out of scope.
+    /// Accesses outside any call (start-up, a restart, between calls: no hostile input) that
+    /// reached out of scope.
     pub fn startup_evidence(&self, accesses: &[Access]) -> Vec<Evidence> {
         accesses
             .iter()
-            .filter(|a| a.phase == PHASE_STARTUP && self.is_violation(a))
+            .filter(|a| {
+                (a.phase == PHASE_STARTUP || a.phase >= u32::MAX - 1) && self.is_violation(a)
+            })
             .map(|a| evidence(Verdict::Undeclared, None, a))
             .collect()
     }
