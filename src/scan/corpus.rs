@@ -49,6 +49,22 @@ impl Probe {
 fn control_path(tool: &str, arg: &str, sb: &ScanSandbox, fresh: &mut u32) -> String {
     let arg_l = arg.to_ascii_lowercase();
     let tool_l = tool.to_ascii_lowercase();
+    // An argument named for a directory is the scope, whatever the tool creates in it.
+    if [
+        "dir",
+        "folder",
+        "root",
+        "repo",
+        "cwd",
+        "workspace",
+        "project",
+    ]
+    .iter()
+    .any(|w| arg_l.contains(w))
+        && !arg_l.contains("new")
+    {
+        return sb.scope.display().to_string();
+    }
     let creates = ["dest", "target", "new", "to", "output", "out"]
         .iter()
         .any(|w| arg_l.contains(w))
@@ -162,6 +178,7 @@ fn fill(schema: &Value, name: &str, depth: usize) -> Value {
         {
             json!("HEAD")
         }
+        _ if n.contains("branch_type") => json!("local"),
         _ if n.contains("branch") => json!("main"),
         _ if n.contains("content") || n.contains("text") || n.contains("data") => {
             json!("written by mcpjail scan\n")
@@ -242,9 +259,15 @@ pub fn control_arguments(tool: &Value, sb: &ScanSandbox) -> (Value, Vec<String>)
     }
     let patterns = guessed.unwrap_or_else(|| info.path_args.clone());
     for pattern in &patterns {
-        // Optional path arguments are probed too: they are where laundering hides.
-        let value = control_path(name, arg_name(pattern), sb, &mut fresh);
-        set_at(&mut args, pattern, json!(value));
+        // Optional path arguments are probed too: they are where laundering hides. A weak
+        // name that reads as a git ref (`target`, `revision`) keeps its filled control value
+        // `HEAD`: a ref more often than a file.
+        let weak = info.weak_path_args.contains(pattern);
+        let filled = args.pointer(pattern).is_some_and(|v| v == "HEAD");
+        if !(weak && filled) {
+            let value = control_path(name, arg_name(pattern), sb, &mut fresh);
+            set_at(&mut args, pattern, json!(value));
+        }
         path_args.push(pattern.clone());
     }
     (args, path_args)
