@@ -13,6 +13,8 @@
 //! * [`proxy`] is the stdio MCP proxy: framing, routing, call checks, denials, live log.
 //! * [`sandbox`] turns a Scope into Landlock + seccomp rules (Linux) or a Seatbelt profile (macOS).
 //! * [`clients`] finds and rewrites MCP client configs byte-preservingly (`mcpjail install`).
+//! * [`scan`] is the Laundering Scan: it runs a server under a syscall tracer inside the jail,
+//!   calls every tool with hostile paths and judges what it really touched (`mcpjail scan`).
 //! * [`cli`] holds the argument definitions and command functions the binaries call.
 
 pub mod cli;
