@@ -459,6 +459,21 @@ mod imp {
         (rc == 0).then_some(r)
     }
 
+    /// The syscall's return value at syscall-exit (one word, not the whole register set).
+    fn return_value(tid: i32) -> Option<i64> {
+        let offset = std::mem::offset_of!(libc::user_regs_struct, rax);
+        // SAFETY: PTRACE_PEEKUSER reads one word of the stopped tracee's user area; errors
+        // are told apart from a -1 value through errno.
+        unsafe {
+            *libc::__errno_location() = 0;
+            let v = libc::ptrace(libc::PTRACE_PEEKUSER, tid, offset, 0);
+            if v == -1 && *libc::__errno_location() != 0 {
+                return None;
+            }
+            Some(v)
+        }
+    }
+
     struct Pending {
         accesses: Vec<Access>,
         /// Whether the return value is a descriptor for the (single) path.
@@ -493,7 +508,7 @@ mod imp {
             if sig == (libc::SIGTRAP | 0x80) {
                 // Syscall-exit stop after a seccomp stop.
                 if let Some(p) = pending.remove(&tid) {
-                    let ret = regs(tid).map(|r| r.rax as i64);
+                    let ret = return_value(tid);
                     finish(tid, p, ret, log);
                 }
                 resume(tid, libc::PTRACE_CONT, 0);
@@ -548,10 +563,14 @@ mod imp {
         }
         let mut out = Vec::new();
         let mut at = addr;
+        let mut buf = [0u8; 4096];
         while out.len() < 8192 {
+            // Paths are short: read 256 bytes at a time, never across a page boundary (a
+            // partial read at an unmapped page would fail the whole read).
             let page_left = 4096 - (at % 4096) as usize;
-            let mut buf = vec![0u8; page_left];
-            let n = read_mem(tid, at, &mut buf)?;
+            let chunk = page_left.min(256);
+            let buf = &mut buf[..chunk];
+            let n = read_mem(tid, at, buf)?;
             if n == 0 {
                 break;
             }
