@@ -14,6 +14,8 @@
 //! * [`sandbox`] turns a Scope into Landlock + seccomp rules (Linux) or a Seatbelt profile (macOS).
 //! * [`clients`] finds and rewrites MCP client configs byte-preservingly (`mcpjail install`).
 //! * [`registry`] signs scan verdicts into records and builds the static registry site from them.
+//! * [`scan`] is the Laundering Scan: it runs a server under a syscall tracer inside the jail,
+//!   calls every tool with hostile paths and judges what it really touched (`mcpjail scan`).
 //! * [`cli`] holds the argument definitions and command functions the binaries call.
 
 pub mod cli;
@@ -22,3 +24,4 @@ pub mod policy;
 pub mod proxy;
 pub mod registry;
 pub mod sandbox;
+pub mod scan;

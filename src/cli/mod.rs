@@ -14,6 +14,7 @@ pub mod pin;
 pub mod policy;
 pub mod proxy;
 pub mod registry;
+pub mod scan;
 
 use std::fmt;
 use std::process::ExitCode;
@@ -88,6 +89,9 @@ pub enum Command {
     /// List and approve pinned tool definitions (rug-pull detection).
     #[command(subcommand)]
     Pin(pin::PinCommand),
+    /// The Laundering Scan: call every tool with hostile paths, trace what the server really
+    /// opens, and give a verdict (confined, launders, undeclared, broken).
+    Scan(scan::ScanArgs),
     /// Make an ed25519 keypair for signing scan records.
     Keygen(registry::KeygenArgs),
     /// Keep signed scan records and build the static registry site from them.
@@ -206,6 +210,7 @@ pub fn main_mcpjail() -> ExitCode {
         Command::Keygen(args) => registry::run_keygen(args),
         Command::Registry(cmd) => registry::run_registry(cmd),
         Command::Verify(args) => registry::run_verify(args, &cli.global),
+        Command::Scan(args) => scan::run(args, &cli.global),
     };
     match result {
         Ok(code) => code,

@@ -30,6 +30,8 @@ pub enum PolicyCommand {
     Derive(DeriveArgs),
     /// Write the derived scope in another sandbox's format (srt, nono, landrun, seatbelt).
     Export(ExportArgs),
+    /// Trace a server through start-up and benign calls and propose its policy lines.
+    Learn(super::scan::LearnArgs),
 }
 
 /// What derivation takes, shared by `derive` and `export`.
@@ -104,6 +106,7 @@ pub enum ExportFormat {
 pub fn run(cmd: PolicyCommand, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
     match cmd {
         PolicyCommand::Derive(args) => run_derive(args, global),
+        PolicyCommand::Learn(args) => super::scan::run_learn(args, global),
         PolicyCommand::Export(args) => run_export(args, global),
     }
 }

@@ -1,0 +1,941 @@
+//! The syscall tracer: ptrace plus a seccomp-bpf filter, so only the interesting calls stop.
+//!
+//! The server is spawned (inside the safety jail) with one more child-side hook, registered
+//! after the jail's own: the child writes its pid to a pipe and blocks reading a "go" byte; the
+//! tracer thread seizes it (`PTRACE_SEIZE` with fork/vfork/clone/exec/seccomp tracing and
+//! `EXITKILL`), writes the byte, and the child installs a filter that answers
+//! `SECCOMP_RET_TRACE` for file, exec and network calls and `ALLOW` for everything else, then
+//! execs. Forks, vforks, clones (threads) and execs are followed automatically.
+//!
+//! At each seccomp stop the tracer reads the path arguments from the tracee's memory
+//! (`process_vm_readv`), notes the cwd or dirfd they are relative to (`/proc/<tid>/cwd`,
+//! `/proc/<tid>/fd/<n>`) and the current phase (start-up or call N); it resumes with
+//! `PTRACE_SYSCALL` to see the result at syscall exit. An attempt the safety jail refuses is
+//! still recorded (Landlock refuses after the seccomp stop). A call the jail's own seccomp layer
+//! refuses with an error (e.g. `connect` to a named UNIX socket with the network off) never
+//! reaches this filter: seccomp returns the most restrictive action of all filters.
+//!
+//! ptrace is per thread: the tracer runs on one dedicated thread and hands its records over in
+//! a shared list. A tracee stops synchronously at each traced syscall and the record is stored
+//! before it is resumed, so by the time the server answers a call every access that call made
+//! is already in the list.
+//!
+//! x86_64 only (syscall numbers and registers); elsewhere [`supported`] is false.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What an access does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AccessKind {
+    Read,
+    Write,
+    Create,
+    Delete,
+    Exec,
+    /// chmod / chown: metadata changes.
+    Metadata,
+    Network,
+}
+
+impl AccessKind {
+    /// Everything but reads and execs changes something.
+    pub fn modifies(self) -> bool {
+        matches!(
+            self,
+            AccessKind::Write | AccessKind::Create | AccessKind::Delete | AccessKind::Metadata
+        )
+    }
+}
+
+/// The phase of a traced access: the server's start-up, or the Nth probe call (1-based).
+pub const PHASE_STARTUP: u32 = 0;
+
+/// One traced access.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Access {
+    /// [`PHASE_STARTUP`] or the probe number.
+    pub phase: u32,
+    pub tid: i32,
+    pub syscall: &'static str,
+    pub kind: AccessKind,
+    /// The path (or socket address) as the tracee passed it.
+    pub path: String,
+    /// Absolute, symlinks resolved: for a successful open the file actually opened
+    /// (`/proc/<tid>/fd/<n>`), otherwise the deepest existing ancestor canonicalized.
+    pub resolved: PathBuf,
+    /// The syscall's return value: `>= 0` success, `< 0` `-errno`; `None` if the tracee never
+    /// returned from it (killed, or a successful exec of another thread).
+    pub result: Option<i64>,
+}
+
+impl Access {
+    pub fn succeeded(&self) -> bool {
+        matches!(self.result, Some(r) if r >= 0)
+    }
+
+    /// `ok`, or the errno name (`EACCES`, `ENOENT`, ...).
+    pub fn result_text(&self) -> String {
+        match self.result {
+            None => "no return".into(),
+            Some(r) if r >= 0 => "ok".into(),
+            Some(r) => errno_name(-r as i32),
+        }
+    }
+}
+
+fn errno_name(e: i32) -> String {
+    let name = nix::errno::Errno::from_raw(e);
+    format!("{name:?}")
+}
+
+/// Whether this build can trace (Linux x86_64).
+pub fn supported() -> bool {
+    cfg!(all(target_os = "linux", target_arch = "x86_64"))
+}
+
+/// Shared between the tracer thread and the scan driver.
+#[derive(Debug, Default)]
+pub struct TraceLog {
+    phase: AtomicU32,
+    accesses: Mutex<Vec<Access>>,
+}
+
+impl TraceLog {
+    pub fn set_phase(&self, phase: u32) {
+        self.phase.store(phase, Ordering::SeqCst);
+    }
+
+    /// Everything recorded so far.
+    pub fn snapshot(&self) -> Vec<Access> {
+        self.accesses.lock().map(|a| a.clone()).unwrap_or_default()
+    }
+
+    /// Accesses of one phase.
+    pub fn phase(&self, phase: u32) -> Vec<Access> {
+        self.accesses
+            .lock()
+            .map(|a| a.iter().filter(|x| x.phase == phase).cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn push(&self, a: Access) {
+        if let Ok(mut v) = self.accesses.lock() {
+            v.push(a);
+        }
+    }
+}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub use imp::{spawn_traced, Traced};
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod imp {
+    use super::*;
+    use std::collections::HashMap;
+    use std::io;
+    use std::os::fd::{AsRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+    use std::process::Child;
+    use std::sync::mpsc;
+
+    const PTRACE_EVENT_STOP: i32 = 128;
+    const SYS_FCHMODAT2: i64 = 452;
+
+    /// A server running under the tracer.
+    pub struct Traced {
+        pub child_stdin: Option<std::process::ChildStdin>,
+        pub child_stdout: Option<std::process::ChildStdout>,
+        pub child_stderr: Option<std::process::ChildStderr>,
+        pub pid: u32,
+        pub log: Arc<TraceLog>,
+        /// Dropping it ends the keeper thread, which kills the server's session and reaps it.
+        release: Option<mpsc::Sender<()>>,
+        keeper: Option<std::thread::JoinHandle<()>>,
+        tracer: Option<std::thread::JoinHandle<()>>,
+    }
+
+    impl Traced {
+        /// Kill the server (its whole session) and wait for both threads.
+        pub fn finish(mut self) {
+            self.stop();
+        }
+
+        fn stop(&mut self) {
+            drop(self.release.take());
+            if let Some(k) = self.keeper.take() {
+                let _ = k.join();
+            }
+            if let Some(t) = self.tracer.take() {
+                let _ = t.join();
+            }
+        }
+    }
+
+    impl Drop for Traced {
+        fn drop(&mut self) {
+            self.stop();
+        }
+    }
+
+    /// The syscalls that stop, with their names.
+    const TRACED: &[(i64, &str)] = &[
+        (libc::SYS_open, "open"),
+        (libc::SYS_openat, "openat"),
+        (libc::SYS_openat2, "openat2"),
+        (libc::SYS_creat, "creat"),
+        (libc::SYS_execve, "execve"),
+        (libc::SYS_execveat, "execveat"),
+        (libc::SYS_link, "link"),
+        (libc::SYS_linkat, "linkat"),
+        (libc::SYS_symlink, "symlink"),
+        (libc::SYS_symlinkat, "symlinkat"),
+        (libc::SYS_rename, "rename"),
+        (libc::SYS_renameat, "renameat"),
+        (libc::SYS_renameat2, "renameat2"),
+        (libc::SYS_unlink, "unlink"),
+        (libc::SYS_unlinkat, "unlinkat"),
+        (libc::SYS_mkdir, "mkdir"),
+        (libc::SYS_mkdirat, "mkdirat"),
+        (libc::SYS_rmdir, "rmdir"),
+        (libc::SYS_truncate, "truncate"),
+        (libc::SYS_chmod, "chmod"),
+        (libc::SYS_fchmodat, "fchmodat"),
+        (SYS_FCHMODAT2, "fchmodat2"),
+        (libc::SYS_chown, "chown"),
+        (libc::SYS_lchown, "lchown"),
+        (libc::SYS_fchownat, "fchownat"),
+        (libc::SYS_connect, "connect"),
+        (libc::SYS_bind, "bind"),
+        (libc::SYS_sendto, "sendto"),
+        (libc::SYS_sendmsg, "sendmsg"),
+    ];
+
+    fn syscall_name(nr: i64) -> &'static str {
+        TRACED
+            .iter()
+            .find(|(n, _)| *n == nr)
+            .map(|(_, s)| *s)
+            .unwrap_or("?")
+    }
+
+    /// The filter: architecture check, then `TRACE` for [`TRACED`], `ALLOW` otherwise.
+    fn filter() -> Vec<libc::sock_filter> {
+        const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+        const RET_ALLOW: u32 = 0x7fff_0000;
+        const RET_TRACE: u32 = 0x7ff0_0000;
+        let stmt = |code: u16, k: u32| libc::sock_filter {
+            code,
+            jt: 0,
+            jf: 0,
+            k,
+        };
+        let ld_abs = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+        let jeq = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+        let ret = (libc::BPF_RET | libc::BPF_K) as u16;
+        let n = TRACED.len();
+        let mut prog = vec![
+            stmt(ld_abs, 4), // seccomp_data.arch
+            libc::sock_filter {
+                code: jeq,
+                jt: 1,
+                jf: 0,
+                k: AUDIT_ARCH_X86_64,
+            },
+            stmt(ret, RET_ALLOW),
+            stmt(ld_abs, 0), // seccomp_data.nr
+        ];
+        for (i, (nr, _)) in TRACED.iter().enumerate() {
+            prog.push(libc::sock_filter {
+                code: jeq,
+                jt: (n - i) as u8,
+                jf: 0,
+                k: *nr as u32,
+            });
+        }
+        prog.push(stmt(ret, RET_ALLOW));
+        prog.push(stmt(ret, RET_TRACE));
+        prog
+    }
+
+    fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(io::Error::from)
+    }
+
+    /// Spawn `cmd` (stdio must be piped by the caller) under the tracer. The child-side hook is
+    /// added after any the command already has (the jail's), so the filter is installed inside
+    /// the jail and the jail's own setup is not traced.
+    pub fn spawn_traced(mut cmd: std::process::Command) -> io::Result<Traced> {
+        let (pid_r, pid_w) = pipe()?;
+        let (go_r, go_w) = pipe()?;
+        let prog = filter();
+        let pid_w_raw = pid_w.as_raw_fd();
+        let go_r_raw = go_r.as_raw_fd();
+        // SAFETY: the hook runs in the forked child before exec and only makes raw syscalls
+        // (getpid, write, read, prctl, seccomp) on data allocated before the fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                let pid: i32 = libc::getpid();
+                let bytes = pid.to_ne_bytes();
+                if libc::write(pid_w_raw, bytes.as_ptr().cast(), 4) != 4 {
+                    return Err(io::Error::last_os_error());
+                }
+                let mut b = 0u8;
+                if libc::read(go_r_raw, (&mut b as *mut u8).cast(), 1) != 1 {
+                    return Err(io::Error::other("tracer did not attach"));
+                }
+                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                let fprog = libc::sock_fprog {
+                    len: prog.len() as u16,
+                    filter: prog.as_ptr() as *mut libc::sock_filter,
+                };
+                if libc::syscall(
+                    libc::SYS_seccomp,
+                    1, /* SECCOMP_SET_MODE_FILTER */
+                    0,
+                    &fprog as *const libc::sock_fprog,
+                ) != 0
+                {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+
+        let log = Arc::new(TraceLog::default());
+        let tracer_log = log.clone();
+        let (attached_tx, attached_rx) = mpsc::channel::<io::Result<()>>();
+        let tracer = std::thread::Builder::new()
+            .name("mcpjail-scan-tracer".into())
+            .spawn(move || tracer_main(pid_r, go_w, tracer_log, attached_tx))?;
+
+        // The keeper spawns the child and lives as long as it: the jail makes the child die with
+        // its parent *thread*.
+        let (child_tx, child_rx) = mpsc::channel::<io::Result<Pipes>>();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let keeper = std::thread::Builder::new()
+            .name("mcpjail-scan-keeper".into())
+            .spawn(move || {
+                let spawned = cmd.spawn();
+                drop(cmd);
+                // The child has exec'd (or failed): the tracer's pid read must not wait on us.
+                drop(pid_w);
+                drop(go_r);
+                match spawned {
+                    Err(e) => {
+                        let _ = child_tx.send(Err(e));
+                    }
+                    Ok(mut child) => {
+                        let pid = child.id();
+                        let pipes = match (child.stdin.take(), child.stdout.take()) {
+                            (Some(i), Some(o)) => Ok((pid, i, o, child.stderr.take())),
+                            _ => Err(io::Error::other("the server's stdin/stdout are not piped")),
+                        };
+                        let _ = child_tx.send(pipes);
+                        // Wait for the release (the sender is dropped), then end everything.
+                        let _ = release_rx.recv();
+                        end_child(pid, &mut child);
+                    }
+                }
+            })?;
+
+        let (pid, stdin, stdout, stderr) = match child_rx.recv() {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                drop(release_tx);
+                let _ = keeper.join();
+                let _ = tracer.join();
+                return Err(e);
+            }
+            Err(_) => return Err(io::Error::other("the spawning thread ended")),
+        };
+        let mut traced = Traced {
+            child_stdin: Some(stdin),
+            child_stdout: Some(stdout),
+            child_stderr: stderr,
+            pid,
+            log,
+            release: Some(release_tx),
+            keeper: Some(keeper),
+            tracer: Some(tracer),
+        };
+        match attached_rx.recv() {
+            Ok(Ok(())) => Ok(traced),
+            Ok(Err(e)) => {
+                traced.stop();
+                Err(e)
+            }
+            Err(_) => {
+                traced.stop();
+                Err(io::Error::other("the tracer thread ended"))
+            }
+        }
+    }
+
+    type Pipes = (
+        u32,
+        std::process::ChildStdin,
+        std::process::ChildStdout,
+        Option<std::process::ChildStderr>,
+    );
+
+    fn end_child(pid: u32, child: &mut Child) {
+        if let Some(sid) = crate::sandbox::led_session(pid) {
+            crate::sandbox::signal_session(sid, libc::SIGKILL);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    fn tracer_main(
+        pid_r: OwnedFd,
+        go_w: OwnedFd,
+        log: Arc<TraceLog>,
+        attached: mpsc::Sender<io::Result<()>>,
+    ) {
+        let mut buf = [0u8; 4];
+        let mut got = 0;
+        while got < 4 {
+            // SAFETY: reads into a local buffer from an owned descriptor.
+            let n =
+                unsafe { libc::read(pid_r.as_raw_fd(), buf[got..].as_mut_ptr().cast(), 4 - got) };
+            if n <= 0 {
+                let _ = attached.send(Err(io::Error::other(
+                    "the server exited before the tracer could attach",
+                )));
+                return;
+            }
+            got += n as usize;
+        }
+        let pid = i32::from_ne_bytes(buf);
+        let opts = libc::PTRACE_O_TRACESECCOMP
+            | libc::PTRACE_O_TRACEFORK
+            | libc::PTRACE_O_TRACEVFORK
+            | libc::PTRACE_O_TRACECLONE
+            | libc::PTRACE_O_TRACEEXEC
+            | libc::PTRACE_O_TRACESYSGOOD
+            | libc::PTRACE_O_EXITKILL;
+        // SAFETY: PTRACE_SEIZE with integer arguments.
+        let rc = unsafe { libc::ptrace(libc::PTRACE_SEIZE, pid, 0, opts as libc::c_long) };
+        if rc != 0 {
+            let _ = attached.send(Err(io::Error::other(format!(
+                "cannot trace the server (PTRACE_SEIZE): {}",
+                io::Error::last_os_error()
+            ))));
+            return;
+        }
+        // SAFETY: one byte from a local to an owned descriptor.
+        unsafe { libc::write(go_w.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+        drop(go_w);
+        drop(pid_r);
+        let _ = attached.send(Ok(()));
+        trace_loop(&log);
+    }
+
+    fn resume(tid: i32, request: libc::c_uint, sig: i32) {
+        // SAFETY: ptrace restart request with integer arguments; fails harmlessly (ESRCH) when
+        // the tracee is gone.
+        unsafe { libc::ptrace(request, tid, 0, sig as libc::c_long) };
+    }
+
+    fn regs(tid: i32) -> Option<libc::user_regs_struct> {
+        // SAFETY: zeroed plain-old-data struct, filled by the kernel.
+        let mut r: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+        // SAFETY: PTRACE_GETREGS writes one user_regs_struct to the pointer.
+        let rc = unsafe {
+            libc::ptrace(
+                libc::PTRACE_GETREGS,
+                tid,
+                0,
+                &mut r as *mut libc::user_regs_struct,
+            )
+        };
+        (rc == 0).then_some(r)
+    }
+
+    /// The syscall's return value at syscall-exit (one word, not the whole register set).
+    fn return_value(tid: i32) -> Option<i64> {
+        let offset = std::mem::offset_of!(libc::user_regs_struct, rax);
+        // SAFETY: PTRACE_PEEKUSER reads one word of the stopped tracee's user area; errors
+        // are told apart from a -1 value through errno.
+        unsafe {
+            *libc::__errno_location() = 0;
+            let v = libc::ptrace(libc::PTRACE_PEEKUSER, tid, offset, 0);
+            if v == -1 && *libc::__errno_location() != 0 {
+                return None;
+            }
+            Some(v)
+        }
+    }
+
+    struct Pending {
+        accesses: Vec<Access>,
+        /// Whether the return value is a descriptor for the (single) path.
+        returns_fd: bool,
+    }
+
+    fn trace_loop(log: &TraceLog) {
+        let mut pending: HashMap<i32, Pending> = HashMap::new();
+        loop {
+            let mut status: i32 = 0;
+            // SAFETY: waitpid into a local.
+            let tid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL | libc::__WNOTHREAD) };
+            if tid < 0 {
+                match io::Error::last_os_error().raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    _ => break, // ECHILD: every tracee is gone
+                }
+            }
+            if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+                if let Some(p) = pending.remove(&tid) {
+                    for a in p.accesses {
+                        log.push(a);
+                    }
+                }
+                continue;
+            }
+            if !libc::WIFSTOPPED(status) {
+                continue;
+            }
+            let sig = libc::WSTOPSIG(status);
+            let event = status >> 16;
+            if sig == (libc::SIGTRAP | 0x80) {
+                // Syscall-exit stop after a seccomp stop.
+                if let Some(p) = pending.remove(&tid) {
+                    let ret = return_value(tid);
+                    finish(tid, p, ret, log);
+                }
+                resume(tid, libc::PTRACE_CONT, 0);
+            } else if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
+                match regs(tid).and_then(|r| entry(tid, &r, log)) {
+                    Some(p) => {
+                        pending.insert(tid, p);
+                        resume(tid, libc::PTRACE_SYSCALL, 0);
+                    }
+                    None => resume(tid, libc::PTRACE_CONT, 0),
+                }
+            } else if sig == libc::SIGTRAP && event != 0 {
+                // fork / vfork / clone / exec events: the new tracee is auto-attached.
+                resume(tid, libc::PTRACE_CONT, 0);
+            } else if event == PTRACE_EVENT_STOP {
+                // A new tracee's first stop, or a group stop: keep it running.
+                resume(tid, libc::PTRACE_CONT, 0);
+            } else {
+                // A signal for the tracee: deliver it.
+                resume(tid, libc::PTRACE_CONT, sig);
+            }
+        }
+        for (_, p) in pending {
+            for a in p.accesses {
+                log.push(a);
+            }
+        }
+    }
+
+    fn finish(tid: i32, p: Pending, ret: Option<i64>, log: &TraceLog) {
+        for mut a in p.accesses {
+            a.result = ret;
+            a.resolved = match ret {
+                Some(fd) if fd >= 0 && p.returns_fd => {
+                    std::fs::read_link(format!("/proc/{tid}/fd/{fd}"))
+                        .unwrap_or_else(|_| resolve_lossy(&a.resolved))
+                }
+                _ if a.kind == AccessKind::Network && !a.resolved.is_absolute() => a.resolved,
+                // rename, unlink, mkdir, link, symlink, rmdir act on the name itself: a
+                // final symlink is not followed.
+                _ if !p.returns_fd && !follows_final(a.syscall) => resolve_nofollow(&a.resolved),
+                _ => resolve_lossy(&a.resolved),
+            };
+            log.push(a);
+        }
+    }
+
+    /// Read a NUL-terminated string from the tracee (at most 8 KiB).
+    fn read_cstr(tid: i32, addr: u64) -> Option<Vec<u8>> {
+        if addr == 0 {
+            return None;
+        }
+        let mut out = Vec::new();
+        let mut at = addr;
+        let mut buf = [0u8; 4096];
+        while out.len() < 8192 {
+            // Paths are short: read 256 bytes at a time, never across a page boundary (a
+            // partial read at an unmapped page would fail the whole read).
+            let page_left = 4096 - (at % 4096) as usize;
+            let chunk = page_left.min(256);
+            let buf = &mut buf[..chunk];
+            let n = read_mem(tid, at, buf)?;
+            if n == 0 {
+                break;
+            }
+            if let Some(end) = buf[..n].iter().position(|b| *b == 0) {
+                out.extend_from_slice(&buf[..end]);
+                return Some(out);
+            }
+            out.extend_from_slice(&buf[..n]);
+            at += n as u64;
+        }
+        Some(out)
+    }
+
+    fn read_mem(tid: i32, addr: u64, buf: &mut [u8]) -> Option<usize> {
+        let local = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        let remote = libc::iovec {
+            iov_base: addr as *mut libc::c_void,
+            iov_len: buf.len(),
+        };
+        // SAFETY: reads into our own buffer of the stated length; the remote side is checked
+        // by the kernel.
+        let n = unsafe { libc::process_vm_readv(tid, &local, 1, &remote, 1, 0) };
+        (n >= 0).then_some(n as usize)
+    }
+
+    fn base_dir(tid: i32, dirfd: i64) -> PathBuf {
+        let link = if dirfd as i32 == libc::AT_FDCWD {
+            format!("/proc/{tid}/cwd")
+        } else {
+            format!("/proc/{tid}/fd/{}", dirfd as i32)
+        };
+        std::fs::read_link(link).unwrap_or_default()
+    }
+
+    /// The path argument at `addr`, relative to `dirfd`: (as given, joined absolute).
+    fn path_arg(tid: i32, dirfd: i64, addr: u64) -> (String, PathBuf) {
+        let Some(raw) = read_cstr(tid, addr) else {
+            return ("<unreadable>".into(), PathBuf::new());
+        };
+        let shown = String::from_utf8_lossy(&raw).into_owned();
+        let p = PathBuf::from(OsString::from_vec(raw));
+        let joined = if p.is_absolute() {
+            p
+        } else {
+            base_dir(tid, dirfd).join(p)
+        };
+        (shown, proc_self_for(tid, &joined))
+    }
+
+    /// `/proc/self` and `/proc/thread-self` name the tracee, not the tracer.
+    fn proc_self_for(tid: i32, p: &Path) -> PathBuf {
+        for prefix in ["/proc/self", "/proc/thread-self"] {
+            if let Ok(rest) = p.strip_prefix(prefix) {
+                return Path::new(&format!("/proc/{tid}")).join(rest);
+            }
+        }
+        p.to_path_buf()
+    }
+
+    fn access(
+        log: &TraceLog,
+        tid: i32,
+        syscall: &'static str,
+        kind: AccessKind,
+        (path, joined): (String, PathBuf),
+    ) -> Access {
+        Access {
+            phase: log.phase.load(Ordering::SeqCst),
+            tid,
+            syscall,
+            kind,
+            path,
+            resolved: joined,
+            result: None,
+        }
+    }
+
+    fn open_kind(flags: u64) -> AccessKind {
+        let flags = flags as i32;
+        if flags & libc::O_CREAT != 0 {
+            AccessKind::Create
+        } else if flags & libc::O_ACCMODE != libc::O_RDONLY || flags & libc::O_TRUNC != 0 {
+            AccessKind::Write
+        } else {
+            AccessKind::Read
+        }
+    }
+
+    fn entry(tid: i32, r: &libc::user_regs_struct, log: &TraceLog) -> Option<Pending> {
+        let nr = r.orig_rax as i64;
+        let name = syscall_name(nr);
+        let cwd = libc::AT_FDCWD as i64;
+        let (a0, a1, a2, a3, a4) = (r.rdi, r.rsi, r.rdx, r.r10, r.r8);
+        let one = |kind, p| {
+            Some(Pending {
+                accesses: vec![access(log, tid, name, kind, p)],
+                returns_fd: false,
+            })
+        };
+        let two = |k1, p1, k2, p2| {
+            Some(Pending {
+                accesses: vec![
+                    access(log, tid, name, k1, p1),
+                    access(log, tid, name, k2, p2),
+                ],
+                returns_fd: false,
+            })
+        };
+        match nr {
+            libc::SYS_open => Some(Pending {
+                accesses: vec![access(
+                    log,
+                    tid,
+                    name,
+                    open_kind(a1),
+                    path_arg(tid, cwd, a0),
+                )],
+                returns_fd: true,
+            }),
+            libc::SYS_openat => Some(Pending {
+                accesses: vec![access(
+                    log,
+                    tid,
+                    name,
+                    open_kind(a2),
+                    path_arg(tid, a0 as i64, a1),
+                )],
+                returns_fd: true,
+            }),
+            libc::SYS_openat2 => {
+                let mut how = [0u8; 8];
+                let flags = read_mem(tid, a2, &mut how)
+                    .map(|_| u64::from_ne_bytes(how))
+                    .unwrap_or(0);
+                Some(Pending {
+                    accesses: vec![access(
+                        log,
+                        tid,
+                        name,
+                        open_kind(flags),
+                        path_arg(tid, a0 as i64, a1),
+                    )],
+                    returns_fd: true,
+                })
+            }
+            libc::SYS_creat => Some(Pending {
+                accesses: vec![access(
+                    log,
+                    tid,
+                    name,
+                    AccessKind::Create,
+                    path_arg(tid, cwd, a0),
+                )],
+                returns_fd: true,
+            }),
+            libc::SYS_execve => one(AccessKind::Exec, path_arg(tid, cwd, a0)),
+            libc::SYS_execveat => one(AccessKind::Exec, path_arg(tid, a0 as i64, a1)),
+            libc::SYS_link => two(
+                AccessKind::Read,
+                path_arg(tid, cwd, a0),
+                AccessKind::Create,
+                path_arg(tid, cwd, a1),
+            ),
+            libc::SYS_linkat => two(
+                AccessKind::Read,
+                path_arg(tid, a0 as i64, a1),
+                AccessKind::Create,
+                path_arg(tid, a2 as i64, a3),
+            ),
+            libc::SYS_symlink => one(AccessKind::Create, path_arg(tid, cwd, a1)),
+            libc::SYS_symlinkat => one(AccessKind::Create, path_arg(tid, a1 as i64, a2)),
+            libc::SYS_rename => two(
+                AccessKind::Delete,
+                path_arg(tid, cwd, a0),
+                AccessKind::Create,
+                path_arg(tid, cwd, a1),
+            ),
+            libc::SYS_renameat | libc::SYS_renameat2 => two(
+                AccessKind::Delete,
+                path_arg(tid, a0 as i64, a1),
+                AccessKind::Create,
+                path_arg(tid, a2 as i64, a3),
+            ),
+            libc::SYS_unlink | libc::SYS_rmdir => one(AccessKind::Delete, path_arg(tid, cwd, a0)),
+            libc::SYS_unlinkat => one(AccessKind::Delete, path_arg(tid, a0 as i64, a1)),
+            libc::SYS_mkdir => one(AccessKind::Create, path_arg(tid, cwd, a0)),
+            libc::SYS_mkdirat => one(AccessKind::Create, path_arg(tid, a0 as i64, a1)),
+            libc::SYS_truncate => one(AccessKind::Write, path_arg(tid, cwd, a0)),
+            libc::SYS_chmod | libc::SYS_chown | libc::SYS_lchown => {
+                one(AccessKind::Metadata, path_arg(tid, cwd, a0))
+            }
+            libc::SYS_fchmodat | SYS_FCHMODAT2 | libc::SYS_fchownat => {
+                one(AccessKind::Metadata, path_arg(tid, a0 as i64, a1))
+            }
+            libc::SYS_connect | libc::SYS_bind => {
+                let addr = sockaddr(tid, a1, a2 as usize)?;
+                one(AccessKind::Network, addr)
+            }
+            libc::SYS_sendto => {
+                let addr = sockaddr(tid, a4, r.r9 as usize)?;
+                one(AccessKind::Network, addr)
+            }
+            libc::SYS_sendmsg => {
+                let mut hdr = [0u8; 12];
+                read_mem(tid, a1, &mut hdr)?;
+                let name_ptr = u64::from_ne_bytes(hdr[0..8].try_into().ok()?);
+                let name_len = u32::from_ne_bytes(hdr[8..12].try_into().ok()?);
+                let addr = sockaddr(tid, name_ptr, name_len as usize)?;
+                one(AccessKind::Network, addr)
+            }
+            _ => None,
+        }
+    }
+
+    /// A socket address as text (`unix:/path`, `tcp:1.2.3.4:80`); `None` for none at all.
+    fn sockaddr(tid: i32, addr: u64, len: usize) -> Option<(String, PathBuf)> {
+        if addr == 0 || len < 2 {
+            return None;
+        }
+        let mut buf = vec![0u8; len.min(128)];
+        let n = read_mem(tid, addr, &mut buf)?;
+        buf.truncate(n);
+        let family = u16::from_ne_bytes([buf[0], *buf.get(1)?]) as i32;
+        match family {
+            libc::AF_UNIX => {
+                let path = &buf[2..];
+                if path.first() == Some(&0) {
+                    let name: Vec<u8> = path[1..].iter().copied().take_while(|b| *b != 0).collect();
+                    let s = format!("unix:@{}", String::from_utf8_lossy(&name));
+                    return Some((s.clone(), PathBuf::from(s)));
+                }
+                let end = path.iter().position(|b| *b == 0).unwrap_or(path.len());
+                let p = PathBuf::from(OsString::from_vec(path[..end].to_vec()));
+                let joined = if p.is_absolute() {
+                    p.clone()
+                } else {
+                    base_dir(tid, libc::AT_FDCWD as i64).join(&p)
+                };
+                Some((format!("unix:{}", p.display()), joined))
+            }
+            libc::AF_INET if buf.len() >= 8 => {
+                let port = u16::from_be_bytes([buf[2], buf[3]]);
+                let ip = std::net::Ipv4Addr::new(buf[4], buf[5], buf[6], buf[7]);
+                let s = format!("inet:{ip}:{port}");
+                Some((s.clone(), PathBuf::from(s)))
+            }
+            libc::AF_INET6 if buf.len() >= 24 => {
+                let port = u16::from_be_bytes([buf[2], buf[3]]);
+                let octets: [u8; 16] = buf[8..24].try_into().ok()?;
+                let ip = std::net::Ipv6Addr::from(octets);
+                let s = format!("inet6:[{ip}]:{port}");
+                Some((s.clone(), PathBuf::from(s)))
+            }
+            // Netlink and friends: not a path or a peer we classify.
+            _ => None,
+        }
+    }
+}
+
+/// Syscalls that follow a final symlink (the rest act on the name itself).
+fn follows_final(syscall: &str) -> bool {
+    matches!(
+        syscall,
+        "execve"
+            | "execveat"
+            | "truncate"
+            | "chmod"
+            | "fchmodat"
+            | "fchmodat2"
+            | "chown"
+            | "fchownat"
+            | "connect"
+            | "bind"
+            | "sendto"
+            | "sendmsg"
+    )
+}
+
+/// [`resolve_lossy`] of the parent, with the final name appended as it is (not followed).
+pub fn resolve_nofollow(p: &Path) -> PathBuf {
+    match (p.parent(), p.file_name()) {
+        (Some(parent), Some(name)) => resolve_lossy(parent).join(name),
+        _ => resolve_lossy(p),
+    }
+}
+
+/// Absolute `p` with symlinks resolved as far as it exists; the rest appended lexically
+/// (`..` pops).
+pub fn resolve_lossy(p: &Path) -> PathBuf {
+    if p.as_os_str().is_empty() {
+        return PathBuf::new();
+    }
+    let mut existing = p.to_path_buf();
+    let mut rest: Vec<OsString> = Vec::new();
+    loop {
+        if let Ok(c) = std::fs::canonicalize(&existing) {
+            let mut out = c;
+            for part in rest.iter().rev() {
+                match Path::new(part).components().next() {
+                    Some(Component::ParentDir) => {
+                        out.pop();
+                    }
+                    Some(Component::CurDir) | None => {}
+                    _ => out.push(part),
+                }
+            }
+            return out;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                existing = parent.to_path_buf();
+            }
+            (Some(parent), None) => {
+                // Ends in `..`: keep it for the lexical pass.
+                rest.push(OsString::from(".."));
+                existing = parent.to_path_buf();
+            }
+            _ => return p.to_path_buf(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolve_lossy_follows_existing_symlinks_and_appends_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("out")).unwrap();
+        std::fs::create_dir_all(root.join("scope")).unwrap();
+        std::os::unix::fs::symlink("../out", root.join("scope/link")).unwrap();
+        assert_eq!(
+            resolve_lossy(&root.join("scope/link/missing/x")),
+            root.join("out/missing/x")
+        );
+        assert_eq!(
+            resolve_lossy(&root.join("scope/../out/./y")),
+            root.join("out/y")
+        );
+        assert_eq!(
+            resolve_lossy(&root.join("scope/nope/../../out")),
+            root.join("out")
+        );
+        // The name itself, not its target, for rename/unlink/mkdir.
+        assert_eq!(
+            resolve_nofollow(&root.join("scope/link")),
+            root.join("scope/link")
+        );
+        assert_eq!(
+            resolve_nofollow(&root.join("scope/link/z")),
+            root.join("out/z")
+        );
+    }
+
+    #[test]
+    fn kinds_that_modify() {
+        assert!(AccessKind::Create.modifies());
+        assert!(AccessKind::Delete.modifies());
+        assert!(!AccessKind::Read.modifies());
+        assert!(!AccessKind::Exec.modifies());
+    }
+}

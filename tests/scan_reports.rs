@@ -1,0 +1,259 @@
+//! `mcpjail scan` output: SARIF 2.1.0 structure, the SVG badge, `--output`, `--config`.
+//!
+//! SARIF is checked structurally against the 2.1.0 specification's required properties
+//! (sarifLog: version, runs; run: tool.driver.name; result: message.text, ruleId/ruleIndex
+//! consistent with the driver's rules, level from the allowed set; reportingDescriptor: id).
+//! The official JSON schema is not vendored (no network in tests), so no full schema validation.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+const MCPJAIL: &str = env!("CARGO_BIN_EXE_mcpjail");
+
+fn fixture() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/scan/scan_fixture.py")
+        .display()
+        .to_string()
+}
+
+fn run(args: &[&str], mode: &str) -> (String, String, i32) {
+    let root = tempfile::tempdir().unwrap();
+    let out = Command::new(MCPJAIL)
+        .arg("scan")
+        .args(args)
+        .arg("--")
+        .args(["python3", &fixture(), mode])
+        .arg(root.path())
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+fn check_sarif(doc: &Value) {
+    assert_eq!(doc["version"], "2.1.0");
+    assert!(doc["$schema"].as_str().unwrap().contains("sarif-2.1.0"));
+    let runs = doc["runs"].as_array().expect("runs is an array");
+    assert!(!runs.is_empty());
+    for run in runs {
+        let driver = &run["tool"]["driver"];
+        assert!(driver["name"].is_string(), "tool.driver.name is required");
+        let rules = driver["rules"].as_array().unwrap();
+        let ids: Vec<&str> = rules.iter().map(|r| r["id"].as_str().unwrap()).collect();
+        let mut unique = ids.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), ids.len(), "rule ids are unique");
+        for r in rules {
+            assert!(r["shortDescription"]["text"].is_string());
+            let level = r["defaultConfiguration"]["level"].as_str().unwrap();
+            assert!(["none", "note", "warning", "error"].contains(&level));
+        }
+        for result in run["results"].as_array().expect("results is an array") {
+            assert!(
+                result["message"]["text"]
+                    .as_str()
+                    .is_some_and(|t| !t.is_empty()),
+                "result.message.text is required: {result:#}"
+            );
+            let id = result["ruleId"].as_str().unwrap();
+            let index = result["ruleIndex"].as_u64().unwrap() as usize;
+            assert_eq!(ids[index], id, "ruleIndex points at ruleId");
+            let level = result["level"].as_str().unwrap();
+            assert!(["none", "note", "warning", "error"].contains(&level));
+            for loc in result["locations"].as_array().unwrap() {
+                let logical = loc["logicalLocations"].as_array().unwrap();
+                assert!(logical[0]["name"].is_string());
+                assert!(loc["physicalLocation"]["artifactLocation"]["uri"].is_string());
+            }
+        }
+    }
+}
+
+#[test]
+fn sarif_has_one_result_per_violation_and_a_rule_per_kind() {
+    let (out, err, code) = run(&["--format", "sarif", "--no-jail-pass"], "exfil");
+    assert_eq!(code, 0, "{err}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    check_sarif(&doc);
+    let results = doc["runs"][0]["results"].as_array().unwrap();
+    let launders = results
+        .iter()
+        .filter(|r| r["ruleId"] == "MCPJAIL-LAUNDERS")
+        .count();
+    let exfil = results
+        .iter()
+        .filter(|r| r["ruleId"] == "MCPJAIL-EXFILTRATED")
+        .count();
+    assert!(launders > 0 && exfil > 0, "{results:#?}");
+    let first = results
+        .iter()
+        .find(|r| r["ruleId"] == "MCPJAIL-LAUNDERS")
+        .unwrap();
+    assert_eq!(
+        first["locations"][0]["logicalLocations"][0]["name"],
+        "read_file"
+    );
+    assert!(first["properties"]["resolved"].is_string());
+    assert_eq!(doc["runs"][0]["properties"]["verdict"], "launders");
+}
+
+#[test]
+fn sarif_of_a_confined_server_has_no_results() {
+    let (out, _, _) = run(&["--format", "sarif", "--no-jail-pass"], "honest");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    check_sarif(&doc);
+    assert!(doc["runs"][0]["results"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn badge_names_the_verdict_in_its_colour() {
+    let dir = tempfile::tempdir().unwrap();
+    for (mode, label, colour) in [
+        ("honest", "confined", "#2e9e44"),
+        ("naive", "launders paths", "#d73a49"),
+        ("startup-ssh", "undeclared access", "#e8830c"),
+        ("broken", "broken", "#9f9f9f"),
+    ] {
+        let badge = dir.path().join(format!("{mode}.svg"));
+        let (_, err, _) = run(
+            &[
+                "--no-jail-pass",
+                "--max-probes",
+                "2",
+                "--badge",
+                badge.to_str().unwrap(),
+            ],
+            mode,
+        );
+        let svg = std::fs::read_to_string(&badge).unwrap_or_else(|e| panic!("{mode}: {e}\n{err}"));
+        assert!(svg.starts_with("<svg"), "{svg}");
+        assert!(svg.contains(&format!(">{label}</text>")), "{mode}: {svg}");
+        assert!(svg.contains(&format!("fill=\"{colour}\"")), "{mode}: {svg}");
+        assert!(svg.contains(">mcpjail</text>"));
+    }
+}
+
+#[test]
+fn text_report_has_a_tool_table_and_the_verdict() {
+    let (out, err, _) = run(&["--no-jail-pass"], "naive");
+    assert!(out.contains("TOOL"), "{out}");
+    assert!(out.contains("read_file       launders"), "{out}");
+    assert!(out.contains("VERDICT: launders"), "{out}");
+    assert!(out.contains("[dotdot-relative]"), "{out}");
+    // Not a terminal: no progress bar, and the server's stderr is not passed through.
+    assert!(!err.contains("scanning ["), "{err}");
+}
+
+#[test]
+fn json_report_is_versioned_and_keeps_the_server_stderr() {
+    let (out, _, _) = run(
+        &["--format", "json", "--no-jail-pass", "--max-probes", "1"],
+        "honest",
+    );
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(r["schema"], "mcpjail.scan/v1");
+    assert_eq!(r["server"]["name"], "scan_fixture");
+    assert_eq!(r["server"]["server_info"]["name"], "scan-fixture-honest");
+    assert_eq!(r["server"]["tools_digest"].as_str().unwrap().len(), 64);
+    assert!(r["stderr"].is_string());
+    assert!(r["sandbox"]["canaries"].as_array().unwrap().len() >= 8);
+}
+
+#[test]
+fn scans_a_server_from_a_client_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let config = dir.path().join("mcp.json");
+    let body = serde_json::json!({"mcpServers": {
+        "naive-files": {"command": "python3", "args": [fixture(), "naive", data.path()]},
+        "other": {"url": "https://example.invalid/mcp"},
+    }});
+    std::fs::write(&config, body.to_string()).unwrap();
+    let out = Command::new(MCPJAIL)
+        .args([
+            "scan",
+            "--format",
+            "json",
+            "--no-jail-pass",
+            "--max-probes",
+            "1",
+        ])
+        .arg("--config")
+        .arg(&config)
+        .args(["--server", "naive-files"])
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(r["server"]["name"], "naive-files");
+    assert_eq!(r["verdict"], "launders");
+
+    let out = Command::new(MCPJAIL)
+        .args(["scan", "--config"])
+        .arg(&config)
+        .args(["--server", "missing"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("naive-files"),
+        "the hint lists the servers: {err}"
+    );
+}
+
+#[test]
+fn installed_scans_every_local_server_in_the_client_configs() {
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join("proj");
+    std::fs::create_dir_all(home.path().join(".cursor")).unwrap();
+    std::fs::create_dir_all(&data).unwrap();
+    let body = serde_json::json!({"mcpServers": {
+        "fx-honest": {"command": "python3", "args": [fixture(), "honest", &data]},
+        "fx-naive": {"command": "python3", "args": [fixture(), "naive", &data]},
+        "remote": {"url": "https://example.invalid/mcp"},
+    }});
+    std::fs::write(home.path().join(".cursor/mcp.json"), body.to_string()).unwrap();
+    let out = Command::new(MCPJAIL)
+        .args(["scan", "--installed", "--format", "json", "--no-jail-pass"])
+        .args(["--max-probes", "1", "--fail-on", "launders"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap())
+        .env("HOME", home.path())
+        .current_dir(home.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reports: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut verdicts: Vec<(String, String)> = reports
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["server"]["name"].as_str().unwrap().to_string(),
+                r["verdict"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    verdicts.sort();
+    assert_eq!(
+        verdicts,
+        vec![
+            ("fx-honest".to_string(), "confined".to_string()),
+            ("fx-naive".to_string(), "launders".to_string())
+        ]
+    );
+}
