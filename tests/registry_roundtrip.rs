@@ -414,3 +414,104 @@ fn serve_previews_the_site_on_localhost_and_nothing_outside_it() {
     );
     assert!(escape.starts_with("HTTP/1.1 404"), "{escape}");
 }
+
+/// The whole path a server author and a user take: keygen → `scan --sign --record` of the
+/// honest scan fixture → `registry add` → `registry build` → `registry verify` → `mcpjail
+/// verify` of a project that runs that server (`ok`), then the server's file is edited so one
+/// tool's description changes (same command): `verify` reports it `stale` and exits 1.
+#[test]
+fn keygen_scan_sign_add_build_verify_round_trip() {
+    let env = Env::new();
+    let project = env.home.join("project");
+    let scope = project.join("data");
+    std::fs::create_dir_all(&scope).unwrap();
+    std::fs::write(scope.join("note.txt"), "hello\n").unwrap();
+    // A copy of the fixture the test may edit later (its own file, so its own entry hash).
+    let server = project.join("server.py");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/scan/scan_fixture.py"),
+        &server,
+    )
+    .unwrap();
+    let argv = vec![
+        "python3".to_string(),
+        server.to_string_lossy().into_owned(),
+        "honest".to_string(),
+        scope.to_string_lossy().into_owned(),
+    ];
+    let record_path = env.home.join("record.json");
+    let mut scan = vec![
+        "scan",
+        "--no-jail-pass",
+        "--format",
+        "json",
+        "--sign",
+        env.key.to_str().unwrap(),
+        "--record",
+        record_path.to_str().unwrap(),
+        "--",
+    ];
+    scan.extend(argv.iter().map(String::as_str));
+    let out = env.run_in(&scan, &project);
+    assert!(out.status.success(), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&record_path).unwrap()).unwrap();
+    assert_eq!(record["verdict"], "confined");
+    assert_eq!(record["tools_digest"], report["server"]["tools_digest"]);
+    assert_eq!(record["server"]["ecosystem"], "command");
+    assert!(record["server"]["entry_sha256"].is_string(), "{record:#}");
+    assert!(record["signature"].as_str().unwrap().len() == 128);
+
+    let out = env.run(&[
+        "registry",
+        "add",
+        record_path.to_str().unwrap(),
+        "--registry",
+        env.reg(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let site = env.home.join("site");
+    let out = env.run(&[
+        "registry",
+        "build",
+        "--registry",
+        env.reg(),
+        "--out",
+        site.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(std::fs::read_to_string(site.join("index.html"))
+        .unwrap()
+        .contains("confined"));
+    assert!(env
+        .run(&["registry", "verify", "--registry", env.reg()])
+        .status
+        .success());
+
+    std::fs::write(
+        project.join(".mcp.json"),
+        serde_json::json!({"mcpServers": {"notes": {"command": argv[0], "args": argv[1..]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let verify = || env.run_in(&["verify", "--registry", env.reg(), "--json"], &project);
+    let out = verify();
+    assert!(out.status.success(), "{}", text(&out));
+    let judged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(judged["servers"][0]["status"], "ok", "{judged:#}");
+
+    // The server changes after its record: one description reworded.
+    let code = std::fs::read_to_string(&server).unwrap();
+    let edited = code.replacen("Read a file under the root", "Read any file you like", 1);
+    assert_ne!(code, edited);
+    std::fs::write(&server, edited).unwrap();
+    let out = verify();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let judged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(judged["servers"][0]["status"], "stale", "{judged:#}");
+    assert!(judged["servers"][0]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("tools changed"));
+}

@@ -116,10 +116,10 @@ fn sarif_of_a_confined_server_has_no_results() {
 fn badge_names_the_verdict_in_its_colour() {
     let dir = tempfile::tempdir().unwrap();
     for (mode, label, colour) in [
-        ("honest", "confined", "#2e9e44"),
-        ("naive", "launders paths", "#d73a49"),
-        ("startup-ssh", "undeclared access", "#e8830c"),
-        ("broken", "broken", "#9f9f9f"),
+        ("honest", "confined", "#1a7f37"),
+        ("naive", "launders paths", "#cf222e"),
+        ("startup-ssh", "undeclared access", "#a34a00"),
+        ("broken", "broken", "#57606a"),
     ] {
         let badge = dir.path().join(format!("{mode}.svg"));
         let (_, err, _) = run(

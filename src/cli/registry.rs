@@ -378,6 +378,7 @@ fn judge(
         entry.name.clone(),
         "--".into(),
     ];
+    let argv_for_entry = argv.clone();
     jailed.extend(argv);
     let target = target_for(host, project, entry, jailed);
     match list_tools(&target, limit) {
@@ -387,8 +388,19 @@ fn judge(
         }
         Ok(tools) => {
             let now = tools_digest(&tools);
-            if now == record.tools_digest {
+            let entry_now = crate::registry::record::entry_sha256(&argv_for_entry, &target.cwd);
+            let entry_changed = matches!(
+                (&record.server.entry_sha256, &entry_now),
+                (Some(then), Some(now)) if then != now
+            );
+            if now == record.tools_digest && !entry_changed {
                 judged.status = "ok";
+            } else if now == record.tools_digest {
+                judged.status = "stale";
+                judged.detail = format!(
+                    "its entry file changed since the record of {} (same tools, different code): the badge no longer describes this server",
+                    record.date
+                );
             } else {
                 judged.status = "stale";
                 judged.detail = format!(

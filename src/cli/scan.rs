@@ -52,6 +52,17 @@ pub struct ScanArgs {
     /// Scan every local server in the user's client configs (one report each).
     #[arg(long, conflicts_with_all = ["config", "command"])]
     pub installed: bool,
+    /// Sign a scan record with this secret key (from `mcpjail keygen`); needs --record.
+    #[arg(
+        long,
+        value_name = "KEY",
+        requires = "record",
+        conflicts_with = "installed"
+    )]
+    pub sign: Option<PathBuf>,
+    /// Write the signed scan record (`mcpjail.scan-record.v1`, for `mcpjail registry add`).
+    #[arg(long, value_name = "OUT", requires = "sign")]
+    pub record: Option<PathBuf>,
     /// The server command (after `--`).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -85,6 +96,15 @@ struct Target {
 
 pub fn run(args: ScanArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    // A key that cannot sign is found out before the scan, not after it.
+    let signing_key = match &args.sign {
+        Some(path) => Some(crate::registry::keys::load_signing(path).map_err(|e| {
+            UserError::new(e.to_string()).with_hint(
+                "make a key with `mcpjail keygen --out DIR` and pass DIR/mcpjail-signing.key",
+            )
+        })?),
+        None => None,
+    };
     let targets = targets(&args, &cwd)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -127,11 +147,36 @@ pub fn run(args: ScanArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
         if fails(&report, &args.fail_on) {
             worst = ExitCode::from(EXIT_FINDING);
         }
+        if let (Some(key), Some(out)) = (&signing_key, &args.record) {
+            write_record(&report, &target, key, out)?;
+        }
         reports.push(report);
     }
     runtime.shutdown_background();
     emit(&args, &reports)?;
     Ok(worst)
+}
+
+/// Sign the scan's record and write it (atomically: a half-written record would fail verify).
+fn write_record(
+    report: &ScanReport,
+    target: &Target,
+    key: &ed25519_dalek::SigningKey,
+    out: &Path,
+) -> anyhow::Result<()> {
+    use crate::registry::record::Record;
+    let entry = crate::registry::record::entry_sha256(&target.command, &target.cwd);
+    let record = Record::from_report(report, entry).sign(key)?;
+    crate::clients::atomic::write_atomic(out, record.to_pretty_json().as_bytes())
+        .with_context(|| format!("cannot write the record to {}", out.display()))?;
+    tracing::info!(
+        "signed record for {} {} ({}) written to {}",
+        record.server.name,
+        record.server.version_label(),
+        record.signer.key_id,
+        out.display()
+    );
+    Ok(())
 }
 
 fn fails(report: &ScanReport, fail_on: &[FailOn]) -> bool {

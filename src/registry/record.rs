@@ -13,6 +13,8 @@ use serde_json::Value;
 use super::canonical::{to_canonical, CanonicalError};
 use super::keys::key_id;
 use crate::policy::command::{package_name, Launcher, Runner, ServerCommand};
+pub use crate::scan::tools_digest;
+pub use crate::scan::verdict::Verdict;
 
 pub const SCHEMA: &str = "mcpjail.scan-record.v1";
 
@@ -24,7 +26,7 @@ pub const MAX_EVIDENCE: usize = 20;
 pub struct Record {
     pub schema: String,
     pub server: ServerIdentity,
-    /// `sha256:<hex>` over the server's `tools/list` (see [`tools_digest`]).
+    /// Hex SHA-256 over the server's `tools/list`: the scan report's digest ([`tools_digest`]).
     pub tools_digest: String,
     pub tool_count: u64,
     pub verdict: Verdict,
@@ -41,36 +43,6 @@ pub struct Record {
     /// Hex ed25519 signature; absent only while the record is being built.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Confined,
-    Launders,
-    Undeclared,
-    Broken,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Confined => "confined",
-            Verdict::Launders => "launders",
-            Verdict::Undeclared => "undeclared",
-            Verdict::Broken => "broken",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Verdict> {
-        match s {
-            "confined" => Some(Verdict::Confined),
-            "launders" => Some(Verdict::Launders),
-            "undeclared" => Some(Verdict::Undeclared),
-            "broken" => Some(Verdict::Broken),
-            _ => None,
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -150,25 +122,6 @@ pub enum RecordError {
     BadSignature,
 }
 
-/// `sha256:<hex>` over a server's tools: each tool's pin hash (name, description, inputSchema,
-/// annotations; [`crate::policy::pins::tool_hash`]) as `name\thash\n`, sorted by name. The same
-/// tools in any order give the same digest; any change a pin would notice changes it.
-pub fn tools_digest(tools: &[Value]) -> String {
-    use sha2::{Digest, Sha256};
-    let mut lines: Vec<String> = tools
-        .iter()
-        .map(|t| {
-            let name = t.get("name").and_then(Value::as_str).unwrap_or("");
-            format!("{name}\t{}\n", crate::policy::pins::tool_hash(t))
-        })
-        .collect();
-    lines.sort();
-    format!(
-        "sha256:{}",
-        hex::encode(Sha256::digest(lines.concat().as_bytes()))
-    )
-}
-
 impl ServerIdentity {
     /// The identity a command line names: its first package (and the version it pins) for a
     /// package runner, else the command itself.
@@ -239,6 +192,66 @@ impl Record {
     }
 }
 
+impl Record {
+    /// The unsigned record of a scan: identity from the command as configured (not the
+    /// scan-sandbox remapping), the report's tools digest and verdicts, and up to
+    /// [`MAX_EVIDENCE`] evidence items (start-up first, then per tool).
+    pub fn from_report(report: &crate::scan::ScanReport, entry_sha256: Option<String>) -> Record {
+        let evidence = report
+            .startup
+            .iter()
+            .chain(report.tools.iter().flat_map(|t| t.evidence.iter()))
+            .take(MAX_EVIDENCE)
+            .map(|e| Evidence {
+                kind: e.kind.as_str().into(),
+                tool: e.tool.clone(),
+                argument: e.argument.clone(),
+                value: e.value.clone(),
+                syscall: Some(e.syscall.clone()),
+                path: Some(e.resolved.to_string_lossy().into_owned()),
+                result: Some(e.result.clone()),
+            });
+        let leaked = report
+            .tools
+            .iter()
+            .filter(|t| t.exfiltrated)
+            .map(|t| Evidence {
+                kind: "exfiltrated".into(),
+                tool: Some(t.tool.clone()),
+                argument: None,
+                value: None,
+                syscall: None,
+                path: None,
+                result: Some("a canary token came back in the result".into()),
+            });
+        Record {
+            schema: SCHEMA.into(),
+            server: ServerIdentity::from_command(&report.server.command, entry_sha256),
+            tools_digest: report.server.tools_digest.clone(),
+            tool_count: report.tools.len() as u64,
+            verdict: report.verdict,
+            exfiltrated: report.exfiltrated,
+            tools: report
+                .tools
+                .iter()
+                .map(|t| ToolVerdict {
+                    name: t.tool.clone(),
+                    verdict: t.verdict,
+                })
+                .collect(),
+            evidence: leaked.chain(evidence).take(MAX_EVIDENCE).collect(),
+            scanner: Scanner::this(),
+            kernel: kernel_release(),
+            date: now_rfc3339(),
+            signer: Signer {
+                key_id: String::new(),
+                public_key: String::new(),
+            },
+            signature: None,
+        }
+    }
+}
+
 /// Parse and check a stored record: schema, signer consistency, signature, and that the signer
 /// is one of `trusted` (key id, key). Checks run over the JSON as stored, not a re-encoding.
 pub fn verify(text: &str, trusted: &[(String, VerifyingKey)]) -> Result<Record, RecordError> {
@@ -279,6 +292,31 @@ pub fn verify(text: &str, trusted: &[(String, VerifyingKey)]) -> Result<Record, 
         .verify(&to_canonical(&body)?, &signature)
         .map_err(|_| RecordError::BadSignature)?;
     Ok(record)
+}
+
+/// SHA-256 of the file the command really runs: the script an interpreter is given, else the
+/// program a package runner resolves to (its installed bin), else the program on PATH.
+pub fn entry_sha256(command: &[String], cwd: &std::path::Path) -> Option<String> {
+    use crate::policy::command::ServerCommand;
+    use sha2::{Digest, Sha256};
+    let env: Vec<_> = std::env::vars_os().collect();
+    let launch = crate::sandbox::launcher::resolve(command, cwd, &env).ok()?;
+    let parsed = ServerCommand::parse(&launch.command);
+    let file = match parsed.script() {
+        Some(script) => launch.cwd.join(script),
+        None => {
+            let program = std::path::Path::new(parsed.program());
+            if program.components().count() > 1 {
+                launch.cwd.join(program)
+            } else {
+                std::env::split_paths(&std::env::var_os("PATH")?)
+                    .map(|dir| dir.join(program))
+                    .find(|p| p.is_file())?
+            }
+        }
+    };
+    let bytes = std::fs::read(file).ok()?;
+    Some(hex::encode(Sha256::digest(&bytes)))
 }
 
 /// The kernel line records carry (`Linux 6.18.0-…`).

@@ -16,9 +16,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::badge;
 use super::record::Record;
 use super::store::slug;
+use crate::scan::badge;
 
 const STYLE: &str = include_str!("site/style.css");
 const SCRIPT: &str = include_str!("site/table.js");

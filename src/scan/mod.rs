@@ -23,6 +23,7 @@
 //!
 //! This module owns no CLI types; `cli::scan` resolves settings into [`ScanOptions`].
 
+pub mod badge;
 pub mod client;
 pub mod corpus;
 pub mod learn;
@@ -438,8 +439,17 @@ async fn scan_full(opts: &ScanOptions, progress: &mut dyn Progress) -> Result<Fu
             .cloned()
             .collect();
     let runtime: Vec<PathBuf> = grants.iter().map(|g| g.path.clone()).collect();
+    // The script's own directory (and, for `uv run`-style commands, nothing more): see
+    // Classifier::runtime_dirs.
+    let runtime_dirs: Vec<PathBuf> = ServerCommand::parse(&argv)
+        .script()
+        .map(|s| opts.cwd.join(s))
+        .and_then(|s| s.parent().map(Path::to_path_buf))
+        .into_iter()
+        .collect();
     let classifier = Classifier {
         runtime,
+        runtime_dirs,
         sandbox: &sb,
         real_home: opts
             .env
@@ -748,6 +758,7 @@ async fn run_jail_pass(
         sandbox: classifier.sandbox,
         real_home: None,
         runtime: Vec::new(),
+        runtime_dirs: Vec::new(),
     };
     for a in &accesses {
         if classifier.is_violation(a) {

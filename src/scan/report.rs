@@ -7,38 +7,9 @@ use serde_json::{json, Value};
 use super::verdict::{Evidence, Verdict};
 use super::ScanReport;
 
-/// The badge's right-hand label and colour.
-pub fn badge_label(report: &ScanReport) -> (&'static str, &'static str) {
-    match report.verdict {
-        Verdict::Confined => ("confined", "#2e9e44"),
-        Verdict::Launders => ("launders paths", "#d73a49"),
-        Verdict::Undeclared => ("undeclared access", "#e8830c"),
-        Verdict::Broken => ("broken", "#9f9f9f"),
-    }
-}
-
-/// A shields-style flat SVG badge: `mcpjail | <verdict>`.
+/// A shields-style flat SVG badge: `mcpjail | <verdict>` (see [`super::badge`]).
 pub fn badge_svg(report: &ScanReport) -> String {
-    let (label, color) = badge_label(report);
-    // ~6.5 px per character at 11 px Verdana, plus padding.
-    let lw = 6.5f32.mul_add("mcpjail".len() as f32, 12.0).round() as u32;
-    let rw = 6.5f32.mul_add(label.len() as f32, 12.0).round() as u32;
-    let w = lw + rw;
-    format!(
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="20" role="img" aria-label="mcpjail: {label}">
-<title>mcpjail: {label}</title>
-<linearGradient id="s" x2="0" y2="100%"><stop offset="0" stop-color="#bbb" stop-opacity=".1"/><stop offset="1" stop-opacity=".1"/></linearGradient>
-<clipPath id="r"><rect width="{w}" height="20" rx="3" fill="#fff"/></clipPath>
-<g clip-path="url(#r)"><rect width="{lw}" height="20" fill="#555"/><rect x="{lw}" width="{rw}" height="20" fill="{color}"/><rect width="{w}" height="20" fill="url(#s)"/></g>
-<g fill="#fff" text-anchor="middle" font-family="Verdana,Geneva,DejaVu Sans,sans-serif" font-size="11">
-<text x="{lx}" y="15" fill="#010101" fill-opacity=".3">mcpjail</text><text x="{lx}" y="14">mcpjail</text>
-<text x="{rx}" y="15" fill="#010101" fill-opacity=".3">{label}</text><text x="{rx}" y="14">{label}</text>
-</g>
-</svg>
-"##,
-        lx = lw / 2,
-        rx = lw + rw / 2,
-    )
+    super::badge::svg(report.verdict)
 }
 
 fn evidence_line(e: &Evidence) -> String {

@@ -24,7 +24,9 @@ use super::tracer::{Access, AccessKind, PHASE_STARTUP};
 /// The JSON report's schema identifier; bump on incompatible changes.
 pub const SCHEMA: &str = "mcpjail.scan/v1";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Confined,
@@ -109,11 +111,16 @@ pub struct Classifier<'a> {
     /// What the safety jail grants the server's runtime (interpreter, install tree): never
     /// out of scope, even inside the real HOME (`~/.pyenv`, `~/.npm/_npx`).
     pub runtime: Vec<PathBuf>,
+    /// Directories the runtime itself opens by name but whose contents are not granted: the
+    /// server script's own directory (Python lists `sys.path[0]`, Node reads its
+    /// `package.json` lookups). Opening exactly one of these is runtime, not the server
+    /// reaching out; anything inside them is still judged.
+    pub runtime_dirs: Vec<PathBuf>,
 }
 
 impl Classifier<'_> {
     fn outside(&self, p: &Path) -> bool {
-        if self.sandbox.is_in_scope(p) {
+        if self.sandbox.is_in_scope(p) || self.runtime_dirs.iter().any(|d| d == p) {
             return false;
         }
         self.sandbox.is_outside(p)

@@ -3,7 +3,7 @@
 //!
 //! Colours are chosen for white text at WCAG AA contrast (≥ 4.5:1).
 
-use super::record::Verdict;
+use super::verdict::Verdict;
 
 /// The badge's message and colour for a verdict.
 pub fn message_and_color(verdict: Verdict) -> (&'static str, &'static str) {
