@@ -433,7 +433,7 @@ fn keygen_scan_sign_add_build_verify_round_trip() {
         &server,
     )
     .unwrap();
-    let argv = vec![
+    let argv = [
         "python3".to_string(),
         server.to_string_lossy().into_owned(),
         "honest".to_string(),
