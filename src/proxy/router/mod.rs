@@ -21,10 +21,12 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use super::audit::{CallLog, CallRecord};
+use super::child::ServerChild;
 use super::integrity::Violations;
 use super::pinning::Pinning;
 use super::ProxyConfig;
 use crate::policy::{ResolveContext, Scope};
+use crate::sandbox::PreparedJail;
 
 mod call;
 mod catalogue;
@@ -35,6 +37,8 @@ mod records;
 mod roots;
 mod server;
 mod session;
+#[cfg(test)]
+mod tests;
 
 pub use session::run;
 
@@ -71,9 +75,14 @@ enum Own {
     ReplayInit,
 }
 
+/// How a server is started from its prepared jail (the OS process in production; a task of
+/// the test in the in-process tests).
+type Launch = Box<dyn FnMut(&PreparedJail, usize) -> std::io::Result<ServerChild> + Send>;
+
 /// Everything the router knows about the session.
 struct Router {
     config: ProxyConfig,
+    launch: Launch,
     ctx: ResolveContext,
     scope: Scope,
     log: CallLog,

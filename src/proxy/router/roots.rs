@@ -105,8 +105,8 @@ impl Router {
                         layer.detail
                     ));
                 }
-                let mut child = ServerChild::spawn(jail.command(), cfg.max_line_bytes)
-                    .map_err(|e| e.to_string())?;
+                let mut child =
+                    (self.launch)(&jail, cfg.max_line_bytes).map_err(|e| e.to_string())?;
                 child.jail = Some(jail);
                 Ok(child)
             });

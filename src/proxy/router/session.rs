@@ -20,7 +20,7 @@ use super::super::{ProxyConfig, ProxyError};
 use super::catalogue::Catalogue;
 use super::outbox::{ClientOut, OUT_CLIENT_HIGH_WATER};
 use super::roots::{reap, Roots};
-use super::Router;
+use super::{Launch, Router};
 use crate::policy::ResolveContext;
 
 /// How long, after the server exited, its stderr copy may take to reach the end of the pipe
@@ -63,6 +63,22 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    let launch: Launch = Box::new(|jail, max_line| ServerChild::spawn(jail.command(), max_line));
+    run_with(config, client_in, client_out, shutdown, launch).await
+}
+
+/// [`run`], with the way the server is started given (tests start a task instead).
+pub(super) async fn run_with<R, W>(
+    config: ProxyConfig,
+    client_in: R,
+    client_out: W,
+    shutdown: CancellationToken,
+    mut launch: Launch,
+) -> Result<i32, ProxyError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let jail = crate::sandbox::prepare(&config.scope, &config.command, &config.cwd, &config.jail)
         .map_err(ProxyError::Jail)?;
     let log = CallLog::new(
@@ -85,7 +101,7 @@ where
             log.note("WARNING: --no-jail: the server runs unconfined (diagnosis only)");
         }
     }
-    let spawned = ServerChild::spawn(jail.command(), config.max_line_bytes);
+    let spawned = launch(&jail, config.max_line_bytes);
 
     let (out, writer) = ClientOut::start(client_out);
     let counter = out.counter.clone();
@@ -100,6 +116,7 @@ where
         scope: config.scope.clone(),
         pinning: Pinning::new(config.pin, &config.name, config.home.clone()),
         config,
+        launch,
         log,
         out,
         catalogue: Catalogue::new(),

@@ -1,0 +1,328 @@
+//! `run` in-process: the client is a pair of `tokio::io::duplex` streams and the server a
+//! task of the test ([`ServerChild::fake`]), so a session takes milliseconds and every message
+//! each side sees can be asserted on — including the ones that must not exist.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::super::child::{FakeServer, ServerChild};
+use super::super::{DenyMode, ProxyConfig, ProxyError};
+use super::session::run_with;
+use super::Launch;
+use crate::policy::{Scope, ScopeEntry, ScopeSource};
+
+/// Upper bound for one expected message: a hang fails the test instead of blocking it.
+const STEP: Duration = Duration::from_secs(5);
+
+pub(super) fn config(dir: &Path) -> ProxyConfig {
+    let entry = ScopeEntry {
+        path: dir.to_path_buf(),
+        source: ScopeSource::Flag,
+    };
+    ProxyConfig {
+        name: "fake".into(),
+        command: vec!["/nonexistent/fake-server".into()],
+        cwd: dir.to_path_buf(),
+        home: None,
+        scope: Scope {
+            read: vec![entry.clone()],
+            write: vec![entry],
+            ..Default::default()
+        },
+        read_only_tools: Vec::new(),
+        jail: crate::sandbox::JailOptions {
+            disabled: true,
+            ..Default::default()
+        },
+        deny_as: DenyMode::Result,
+        max_line_bytes: 1024 * 1024,
+        live_log: false,
+        color: false,
+        log_file: None,
+        grace: Duration::from_millis(50),
+        pin: crate::policy::pins::PinMode::Off,
+    }
+}
+
+/// The client's side of a session, and the servers it got.
+pub(super) struct Harness {
+    to_proxy: Option<DuplexStream>,
+    from_proxy: BufReader<DuplexStream>,
+    servers: mpsc::UnboundedReceiver<FakeServer>,
+    pub shutdown: CancellationToken,
+    session: Option<JoinHandle<Result<i32, ProxyError>>>,
+    pub dir: tempfile::TempDir,
+}
+
+impl Harness {
+    pub fn start() -> Harness {
+        let dir = tempfile::tempdir().expect("temp dir");
+        Harness::start_with(dir, |_| {})
+    }
+
+    pub fn start_with(dir: tempfile::TempDir, edit: impl FnOnce(&mut ProxyConfig)) -> Harness {
+        let mut cfg = config(&canonical(dir.path()));
+        edit(&mut cfg);
+        let (client_in, to_proxy) = tokio::io::duplex(1024 * 1024);
+        let (from_proxy, client_out) = tokio::io::duplex(1024 * 1024);
+        let (tx, servers) = mpsc::unbounded_channel();
+        let launch: Launch = Box::new(move |_jail, max_line| {
+            let (child, fake) = ServerChild::fake(max_line);
+            let _ = tx.send(fake);
+            Ok(child)
+        });
+        let shutdown = CancellationToken::new();
+        let session = tokio::spawn(run_with(
+            cfg,
+            client_in,
+            client_out,
+            shutdown.clone(),
+            launch,
+        ));
+        Harness {
+            to_proxy: Some(to_proxy),
+            from_proxy: BufReader::new(from_proxy),
+            servers,
+            shutdown,
+            session: Some(session),
+            dir,
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> String {
+        canonical(self.dir.path()).join(rel).display().to_string()
+    }
+
+    pub async fn send(&mut self, msg: Value) {
+        let mut line = msg.to_string().into_bytes();
+        line.push(b'\n');
+        let w = self.to_proxy.as_mut().expect("client stdin open");
+        w.write_all(&line).await.expect("write to the proxy");
+    }
+
+    pub fn close(&mut self) {
+        self.to_proxy = None;
+    }
+
+    /// The next message the proxy writes to the client.
+    pub async fn recv(&mut self) -> Value {
+        self.try_recv()
+            .await
+            .expect("a message from the proxy, not the end")
+    }
+
+    /// The next message, or `None` at the end of the proxy's output.
+    pub async fn try_recv(&mut self) -> Option<Value> {
+        let mut line = String::new();
+        let n = tokio::time::timeout(STEP, self.from_proxy.read_line(&mut line))
+            .await
+            .expect("a message from the proxy in time")
+            .expect("read from the proxy");
+        if n == 0 {
+            return None;
+        }
+        Some(serde_json::from_str(&line).expect("JSON from the proxy"))
+    }
+
+    /// Every message the proxy writes to the client until its output ends.
+    pub async fn rest(&mut self) -> Vec<Value> {
+        let mut all = Vec::new();
+        while let Some(m) = self.try_recv().await {
+            all.push(m);
+        }
+        all
+    }
+
+    /// The next server the proxy started.
+    pub async fn server(&mut self) -> Server {
+        let fake = tokio::time::timeout(STEP, self.servers.recv())
+            .await
+            .expect("a server started in time")
+            .expect("a server");
+        Server { fake }
+    }
+
+    /// The session's result (the proxy's exit code).
+    pub async fn exit(&mut self) -> i32 {
+        let session = self.session.take().expect("session running");
+        tokio::time::timeout(STEP, session)
+            .await
+            .expect("the session ended in time")
+            .expect("the session task")
+            .expect("the session's result")
+    }
+
+    /// initialize → answer → initialized, as a client and the server do it (`roots`: the
+    /// client has roots). Returns the server, positioned after the handshake.
+    pub async fn handshake(&mut self, roots: bool) -> Server {
+        let mut server = self.server().await;
+        let caps = if roots {
+            json!({"roots": {"listChanged": true}})
+        } else {
+            json!({})
+        };
+        self.send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": caps,
+            "clientInfo": {"name": "t", "version": "0"}}}),
+        )
+        .await;
+        let init = server.recv().await;
+        assert_eq!(init["method"], json!("initialize"), "{init}");
+        server
+            .send(json!({"jsonrpc": "2.0", "id": 0, "result": {
+                "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "fake", "version": "1"}}}))
+            .await;
+        let r = self.recv().await;
+        assert_eq!(r["id"], json!(0), "{r}");
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        let note = server.recv().await;
+        assert_eq!(note["method"], json!("notifications/initialized"), "{note}");
+        server
+    }
+}
+
+/// The server's side of one server process.
+pub(super) struct Server {
+    pub fake: FakeServer,
+}
+
+impl Server {
+    /// The next message the proxy sent the server.
+    pub async fn recv(&mut self) -> Value {
+        self.try_recv()
+            .await
+            .expect("a message, not a closed stdin")
+    }
+
+    /// The next message, or `None` once the proxy closed the server's stdin.
+    pub async fn try_recv(&mut self) -> Option<Value> {
+        let bytes = tokio::time::timeout(STEP, self.fake.stdin.recv())
+            .await
+            .expect("a message from the proxy to the server in time")?;
+        Some(serde_json::from_slice(&bytes).expect("JSON to the server"))
+    }
+
+    pub async fn send(&mut self, msg: Value) {
+        let mut line = msg.to_string().into_bytes();
+        line.push(b'\n');
+        let w = self.fake.stdout.as_mut().expect("server stdout open");
+        w.write_all(&line).await.expect("write to the proxy");
+    }
+
+    /// Answer the proxy's own `tools/list` (the next message must be it) with `tools`.
+    pub async fn answer_tools_list(&mut self, tools: Value) {
+        let req = self.recv().await;
+        assert_eq!(req["method"], json!("tools/list"), "{req}");
+        self.send(json!({"jsonrpc": "2.0", "id": req["id"], "result": {"tools": tools}}))
+            .await;
+    }
+
+    /// Close stdout and exit with `code`.
+    pub fn exit(&mut self, code: i32) {
+        self.fake.stdout = None;
+        if let Some(exit) = self.fake.exit.take() {
+            let _ = exit.send(ExitStatus::from_raw(code << 8));
+        }
+    }
+
+    /// Close stdout and die of `sig`.
+    pub fn killed_by(&mut self, sig: i32) {
+        self.fake.stdout = None;
+        if let Some(exit) = self.fake.exit.take() {
+            let _ = exit.send(ExitStatus::from_raw(sig));
+        }
+    }
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
+}
+
+pub(super) fn read_file_tool() -> Value {
+    json!([{"name": "read_file", "inputSchema": {"type": "object",
+        "properties": {"path": {"type": "string"}}, "required": ["path"]}}])
+}
+
+pub(super) fn call(id: i64, tool: &str, args: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": tool, "arguments": args}})
+}
+
+#[tokio::test]
+async fn a_call_inside_the_scope_is_forwarded_and_its_answer_relayed() {
+    let mut h = Harness::start();
+    let mut server = h.handshake(false).await;
+    server.answer_tools_list(read_file_tool()).await;
+    let inside = h.path("a.txt");
+    h.send(call(1, "read_file", json!({"path": inside}))).await;
+    let fwd = server.recv().await;
+    assert_eq!(fwd["id"], json!(1), "{fwd}");
+    assert_eq!(fwd["params"]["arguments"]["path"], json!(inside));
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "alpha"}]}}))
+        .await;
+    let r = h.recv().await;
+    assert_eq!(r["result"]["content"][0]["text"], json!("alpha"), "{r}");
+    h.close();
+    assert_eq!(server.try_recv().await, None, "server stdin not closed");
+    server.exit(0);
+    assert_eq!(h.exit().await, 0);
+    assert_eq!(h.rest().await, Vec::<Value>::new());
+}
+
+#[tokio::test]
+async fn a_call_outside_the_scope_is_denied_and_never_reaches_the_server() {
+    let mut h = Harness::start();
+    let mut server = h.handshake(false).await;
+    server.answer_tools_list(read_file_tool()).await;
+    h.send(call(1, "read_file", json!({"path": "/etc/shadow"})))
+        .await;
+    let r = h.recv().await;
+    assert_eq!(r["id"], json!(1));
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+    // The server's next message is the end of its input, not the call.
+    h.close();
+    assert_eq!(server.try_recv().await, None);
+    server.exit(0);
+    assert_eq!(h.exit().await, 0);
+}
+
+#[tokio::test]
+async fn a_server_that_dies_mid_call_gets_the_call_answered_and_its_status_is_ours() {
+    let mut h = Harness::start();
+    let mut server = h.handshake(false).await;
+    server.answer_tools_list(read_file_tool()).await;
+    h.send(call(1, "read_file", json!({"path": h.path("a.txt")})))
+        .await;
+    let _ = server.recv().await;
+    server.exit(7);
+    let r = h.recv().await;
+    assert_eq!(r["id"], json!(1));
+    assert_eq!(r["error"]["code"], json!(-32603), "{r}");
+    h.close();
+    assert_eq!(h.exit().await, 7);
+}
+
+#[tokio::test]
+async fn a_signal_reaches_the_server_and_the_session_ends_with_its_status() {
+    let mut h = Harness::start();
+    let mut server = h.handshake(false).await;
+    h.shutdown.cancel();
+    let sig = tokio::time::timeout(STEP, server.fake.signals.recv())
+        .await
+        .expect("a signal in time");
+    assert_eq!(sig, Some(libc::SIGTERM));
+    server.killed_by(libc::SIGTERM);
+    assert_eq!(h.exit().await, 128 + libc::SIGTERM);
+}
