@@ -51,6 +51,23 @@ impl Router {
         self.held.push_back(line);
     }
 
+    /// Take the held request with id key `key` out of the queue; `false` if none is held.
+    fn drop_held_request(&mut self, key: &str) -> bool {
+        let found = self.held.iter().position(|line| {
+            message::parse_envelope(Frame::content(line)).is_ok_and(|env| {
+                env.method.is_some() && env.id.is_some_and(|id| message::id_key(id) == key)
+            })
+        });
+        let Some(i) = found else {
+            return false;
+        };
+        if let Some(line) = self.held.remove(i) {
+            self.held_bytes -= line.len();
+        }
+        tracing::debug!("the client cancelled a request the proxy held: dropped");
+        true
+    }
+
     pub(super) fn take_held(&mut self) -> Vec<Bytes> {
         self.held_bytes = 0;
         self.held.drain(..).collect()
@@ -77,10 +94,24 @@ impl Router {
             Frame::LongLine | Frame::Chunk(_) | Frame::ChunkEnd(_) => return,
         };
         if self.paused || !self.held.is_empty() {
-            // Keep the client's order: nothing overtakes a held call, and nothing reaches a
-            // server that is still being re-initialised after a respawn.
-            self.hold(line);
-            return;
+            // Keep the client's order: nothing overtakes a held request, and nothing reaches a
+            // server that is still being re-initialised after a respawn. Responses are not
+            // held (what the requests wait for may be one of them: the roots); a cancellation
+            // of a held request takes it out of the queue (the server never saw it).
+            match message::parse_envelope(Frame::content(&line)) {
+                Ok(env) if env.method.is_none() && env.id.is_some() => {}
+                Ok(env) if env.method.as_deref() == Some("notifications/cancelled") => {
+                    let key = cancelled_request(env.params);
+                    if !key.is_some_and(|key| self.drop_held_request(&key)) {
+                        self.hold(line);
+                    }
+                    return;
+                }
+                _ => {
+                    self.hold(line);
+                    return;
+                }
+            }
         }
         let content = Frame::content(&line);
         let env = match message::parse_envelope(content) {
@@ -105,21 +136,22 @@ impl Router {
             if self.roots.asked.as_deref() == Some(key.as_str()) {
                 // The answer to the proxy's own roots/list (which only the client was sent).
                 self.roots.asked = None;
-                if let Some(result) = env.result {
-                    self.on_roots(result.get());
+                let outcome = match (env.result, env.error) {
+                    (Some(r), _) => format!("\"result\":{}", r.get()),
+                    (None, Some(e)) => format!("\"error\":{}", e.get()),
+                    (None, None) => String::new(),
+                };
+                if !outcome.is_empty() {
+                    self.answer_parked_roots(&outcome, child);
                 }
-                if std::mem::take(&mut self.roots.ask_again) {
-                    self.ask_roots();
-                }
+                self.on_roots_answer(env.result.map(|r| r.get()), child);
                 return;
             }
             match self.server_requests.remove(&key) {
                 Some(is_roots) => {
                     child.send(terminated(line.clone()));
                     if is_roots {
-                        if let Some(result) = env.result {
-                            self.on_roots(result.get());
-                        }
+                        self.on_roots_answer(env.result.map(|r| r.get()), child);
                     }
                 }
                 None if self.stale_server_requests.remove(&key) => {
@@ -190,6 +222,11 @@ impl Router {
             "resources/read" => Kind::ResourcesRead,
             _ => Kind::Other,
         };
+        if env.id.is_some() && self.waits_for_roots(kind, &method) {
+            // Narrow to the client's roots before the server has state (see `roots`).
+            self.hold(line);
+            return;
+        }
         if !self.saw_initialize {
             if let Some(meta) = env
                 .params
@@ -228,10 +265,9 @@ impl Router {
                 }
                 if method == "notifications/initialized" {
                     self.start_fetch(child);
-                    self.ask_roots();
                 }
                 if method == "notifications/roots/list_changed" {
-                    self.ask_roots();
+                    self.on_roots_changed();
                 }
                 if method == "notifications/cancelled" {
                     if let Some(key) = cancelled_request(env.params) {

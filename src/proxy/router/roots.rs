@@ -12,31 +12,136 @@ use super::super::integrity;
 use super::catalogue::Fetch;
 use super::records::Outcome;
 use super::session::{enforcement_word, kernel_stops_writes};
-use super::{Own, Router};
+use super::{Kind, Own, Router};
 use crate::policy::Scope;
 
 /// What the proxy knows of the client's roots and its own questions about them.
+///
+/// The proxy learns the roots from the server's own `roots/list` exchange when there is one,
+/// and asks the client itself only when it needs them and no question is outstanding: at the
+/// first client request that can give the server state (not the handshake, not a listing),
+/// and, after `notifications/roots/list_changed`, at the next checked call. So a client never
+/// gets a `roots/list` it would not have got directly, unless the server never asks.
 #[derive(Debug, Default)]
 pub(super) struct Roots {
     /// The client advertised the `roots` capability: the proxy may ask it for its roots.
     pub client_has_roots: bool,
     /// The id key of the proxy's own `roots/list` to the client, while it is unanswered.
     pub asked: Option<String>,
-    /// The roots changed while our `roots/list` was unanswered: ask once more.
-    pub ask_again: bool,
+    /// A roots answer (the proxy's or the server's) has been seen.
+    pub learned: bool,
+    /// The client said its roots changed since the last answer.
+    pub stale: bool,
+    /// They changed while a question was outstanding: its answer may predate the change.
+    pub changed_while_asking: bool,
+    /// The client's latest roots answer (`result`, raw), while it is current.
+    pub last_result: Option<String>,
+    /// A respawned server asks for the roots the client already gave: the proxy answers with
+    /// [`Roots::last_result`] itself, so the client sees no second question.
+    pub answer_respawned: bool,
+    /// The server's own `roots/list` requests (raw ids) that arrived while the proxy's was
+    /// outstanding: answered with the client's answer to ours, so the client is asked once.
+    pub parked: Vec<String>,
 }
 
 impl Router {
-    /// Ask the client for its roots (only if it said it has them), with a proxy-owned id —
-    /// once at a time: asked again while unanswered, it asks once more after the answer.
-    pub(super) fn ask_roots(&mut self) {
-        if !self.roots.client_has_roots {
-            return;
+    /// Must this client request (`kind`, `method`; it has an id) wait for the client's roots?
+    /// If so, and no `roots/list` (the server's or ours) is outstanding, the proxy asks.
+    pub(super) fn waits_for_roots(&mut self, kind: Kind, method: &str) -> bool {
+        let r = &self.roots;
+        if !r.client_has_roots || (r.learned && !r.stale) {
+            return false;
         }
-        if self.roots.asked.is_some() {
-            self.roots.ask_again = true;
-            return;
+        // The handshake and listings give the server no state and need no check.
+        if matches!(kind, Kind::Initialize | Kind::Discover)
+            || method == "ping"
+            || method.ends_with("/list")
+        {
+            return false;
         }
+        // A change after the first answer matters to the proxy's checks only.
+        if r.learned && !matches!(kind, Kind::ToolsCall | Kind::ResourcesRead) {
+            return false;
+        }
+        let server_asking = self.server_requests.values().any(|is_roots| *is_roots);
+        if r.asked.is_none() && !server_asking {
+            self.ask_roots();
+        }
+        true
+    }
+
+    /// `notifications/roots/list_changed` from the client: the roots are asked again when
+    /// they are next needed (or learnt from the server's own question, if it asks first).
+    pub(super) fn on_roots_changed(&mut self) {
+        if self.roots.learned {
+            self.roots.stale = true;
+        }
+        self.roots.last_result = None;
+        self.roots.answer_respawned = false;
+        if self.roots.asked.is_some() || self.server_requests.values().any(|r| *r) {
+            self.roots.changed_while_asking = true;
+        }
+    }
+
+    /// A `roots/list` (ours or the server's) was answered (`result`: `None` for an error):
+    /// learn from it, and let waiting requests go — after a respawn it asks for, if any.
+    pub(super) fn on_roots_answer(&mut self, result: Option<&str>, child: &mut ServerChild) {
+        if let Some(result) = result {
+            self.on_roots(result);
+        }
+        self.roots.last_result = result.map(str::to_string);
+        self.roots.learned = true;
+        self.roots.stale = std::mem::take(&mut self.roots.changed_while_asking);
+        if self.respawn.is_none() {
+            self.release_held(child);
+        }
+    }
+
+    /// A respawned server's `roots/list`: answered by the proxy with the roots the client gave
+    /// (`true`), once; otherwise (`false`) it goes to the client.
+    pub(super) fn answer_respawned_roots(
+        &mut self,
+        id: &serde_json::value::RawValue,
+        child: &mut ServerChild,
+    ) -> bool {
+        if !std::mem::take(&mut self.roots.answer_respawned) {
+            return false;
+        }
+        let Some(result) = &self.roots.last_result else {
+            return false;
+        };
+        child.send(Bytes::from(format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{result}}}\n",
+            id.get()
+        )));
+        tracing::debug!("answered the respawned server's roots/list with the client's roots");
+        true
+    }
+
+    /// A server's `roots/list` while the proxy's own is outstanding: parked (`true`), to be
+    /// answered with the client's answer to the proxy's question.
+    pub(super) fn park_server_roots(&mut self, id: &serde_json::value::RawValue) -> bool {
+        if self.roots.asked.is_none()
+            || self.roots.parked.len() >= super::super::integrity::MAX_SERVER_REQUESTS
+        {
+            return false;
+        }
+        self.roots.parked.push(id.get().to_string());
+        true
+    }
+
+    /// The client answered the proxy's `roots/list` (`outcome`: the raw `"result":…` or
+    /// `"error":…` member): the server's parked questions get the same answer.
+    pub(super) fn answer_parked_roots(&mut self, outcome: &str, child: &mut ServerChild) {
+        for id in std::mem::take(&mut self.roots.parked) {
+            child.send(Bytes::from(format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},{outcome}}}\n"
+            )));
+        }
+    }
+
+    /// Ask the client for its roots with a proxy-owned id.
+    fn ask_roots(&mut self) {
         let id = integrity::own_id();
         self.roots.asked = Some(Value::String(id.clone()).to_string());
         self.reply(
@@ -116,6 +221,7 @@ impl Router {
                 // The checks already use the narrower scope; the old jail stays (it is wider,
                 // never narrower than what is checked).
                 tracing::error!("cannot respawn the server under the narrower jail: {err}");
+                self.release_held(child);
                 return None;
             }
         };
@@ -134,6 +240,8 @@ impl Router {
             self.remember_stale(key);
         }
         self.cancelled.clear();
+        self.roots.answer_respawned = self.roots.last_result.is_some();
+        self.roots.parked.clear();
         let refetch = self.catalogue.in_flight();
         self.own_to_server.clear();
         if refetch {
@@ -147,8 +255,11 @@ impl Router {
             child.send(Bytes::from(format!("{req}\n").into_bytes()));
             self.paused = true;
             self.refetch_after_replay = refetch;
-        } else if refetch {
-            self.start_fetch(child);
+        } else {
+            if refetch {
+                self.start_fetch(child);
+            }
+            self.release_held(child);
         }
         Some(old)
     }

@@ -11,7 +11,6 @@ use super::super::child::ServerChild;
 use super::super::framing::Frame;
 use super::super::integrity::{self, Side};
 use super::super::message::{self, code};
-use super::catalogue::Fetch;
 use super::outbox::terminated;
 use super::records::{self, Outcome};
 use super::{Kind, Own, Router, Streaming, MAX_UNFLAGGED_ERROR_TEXT};
@@ -98,6 +97,11 @@ impl Router {
             }
             if let Some(id) = env.id {
                 let is_roots = method == "roots/list";
+                if is_roots
+                    && (self.answer_respawned_roots(id, child) || self.park_server_roots(id))
+                {
+                    return;
+                }
                 if !self.track_server_request(id, is_roots, child) {
                     return;
                 }
@@ -156,7 +160,6 @@ impl Router {
             );
             return;
         };
-        let discover_done = p.kind == Kind::Discover;
         let mut rewritten = None;
         {
             if p.kind == Kind::ToolsList {
@@ -190,9 +193,6 @@ impl Router {
             );
         }
         self.out.send(rewritten.unwrap_or_else(|| terminated(line)));
-        if discover_done && !self.saw_initialize && matches!(self.catalogue.fetch, Fetch::Unknown) {
-            self.start_fetch(child);
-        }
     }
 
     /// A server→client request: remember its id so only the client's answer to it goes back.

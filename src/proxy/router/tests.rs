@@ -326,3 +326,138 @@ async fn a_signal_reaches_the_server_and_the_session_ends_with_its_status() {
     server.killed_by(libc::SIGTERM);
     assert_eq!(h.exit().await, 128 + libc::SIGTERM);
 }
+
+fn roots_answer(id: &Value, dirs: &[String]) -> Value {
+    let list: Vec<Value> = dirs
+        .iter()
+        .map(|d| json!({"uri": format!("file://{d}"), "name": "r"}))
+        .collect();
+    json!({"jsonrpc": "2.0", "id": id, "result": {"roots": list}})
+}
+
+#[tokio::test]
+async fn the_client_gets_only_the_servers_roots_request() {
+    let mut h = Harness::start();
+    let mut server = h.handshake(true).await;
+    server.answer_tools_list(read_file_tool()).await;
+    server
+        .send(json!({"jsonrpc": "2.0", "id": "s1", "method": "roots/list"}))
+        .await;
+    let ask = h.recv().await;
+    assert_eq!(
+        ask["id"],
+        json!("s1"),
+        "a roots/list the server never sent: {ask}"
+    );
+    h.send(roots_answer(&json!("s1"), &[h.path("")])).await;
+    let answer = server.recv().await;
+    assert_eq!(answer["id"], json!("s1"), "{answer}");
+    // Learnt from the server's exchange: the call needs no question of the proxy's own.
+    h.send(call(1, "read_file", json!({"path": h.path("a.txt")})))
+        .await;
+    let fwd = server.recv().await;
+    assert_eq!(fwd["id"], json!(1), "{fwd}");
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}}))
+        .await;
+    let r = h.recv().await;
+    assert_eq!(r["id"], json!(1), "{r}");
+    h.close();
+    assert_eq!(server.try_recv().await, None);
+    server.exit(0);
+    assert_eq!(h.exit().await, 0);
+    assert_eq!(h.rest().await, Vec::<Value>::new());
+}
+
+#[tokio::test]
+async fn a_server_that_never_asks_gets_the_roots_asked_once_when_needed() {
+    let mut h = Harness::start();
+    let mut server = h.handshake(true).await;
+    server.answer_tools_list(read_file_tool()).await;
+    // Listing needs no roots: it passes without a question.
+    h.send(json!({"jsonrpc": "2.0", "id": "l", "method": "tools/list"}))
+        .await;
+    let fwd = server.recv().await;
+    assert_eq!(fwd["id"], json!("l"), "{fwd}");
+    server
+        .send(json!({"jsonrpc": "2.0", "id": "l", "result": {"tools": read_file_tool()}}))
+        .await;
+    assert_eq!(h.recv().await["id"], json!("l"));
+    // The first call is the first moment the roots matter: asked once, then the call goes.
+    h.send(call(1, "read_file", json!({"path": h.path("a.txt")})))
+        .await;
+    let ask = h.recv().await;
+    assert_eq!(ask["method"], json!("roots/list"), "{ask}");
+    h.send(roots_answer(&ask["id"], &[h.path("")])).await;
+    assert_eq!(server.recv().await["id"], json!(1));
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}}))
+        .await;
+    assert_eq!(h.recv().await["id"], json!(1));
+    // Known roots: no second question.
+    h.send(call(2, "read_file", json!({"path": h.path("a.txt")})))
+        .await;
+    assert_eq!(server.recv().await["id"], json!(2));
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 2, "result": {"content": []}}))
+        .await;
+    let r = h.recv().await;
+    assert_eq!(r["id"], json!(2), "asked twice: {r}");
+    h.close();
+    assert_eq!(server.try_recv().await, None);
+    server.exit(0);
+    assert_eq!(h.exit().await, 0);
+    assert_eq!(h.rest().await, Vec::<Value>::new());
+}
+
+#[tokio::test]
+async fn a_cancelled_call_gets_no_fabricated_answer_at_shutdown() {
+    let mut h = Harness::start();
+    let mut server = h.handshake(false).await;
+    // The proxy's tools/list is not answered: the call waits for it.
+    let list = server.recv().await;
+    assert_eq!(list["method"], json!("tools/list"), "{list}");
+    h.send(call(1, "read_file", json!({"path": h.path("a.txt")})))
+        .await;
+    h.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                  "params": {"requestId": 1, "reason": "user"}}),
+    )
+    .await;
+    h.close();
+    assert_eq!(
+        server.try_recv().await,
+        None,
+        "a cancelled call was forwarded"
+    );
+    server.exit(0);
+    assert_eq!(h.exit().await, 0);
+    assert_eq!(h.rest().await, Vec::<Value>::new(), "a fabricated answer");
+}
+
+#[tokio::test]
+async fn discover_then_initialize_reaches_the_server_without_a_tools_list_first() {
+    let mut h = Harness::start();
+    let mut server = h.server().await;
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    h.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                  "params": {"_meta": meta}}),
+    )
+    .await;
+    assert_eq!(server.recv().await["method"], json!("server/discover"));
+    // An older server: the client falls back to initialize.
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "no"}}))
+        .await;
+    assert_eq!(h.recv().await["id"], json!(1));
+    h.send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}}),
+    )
+    .await;
+    let next = server.recv().await;
+    assert_eq!(next["method"], json!("initialize"), "{next}");
+}
