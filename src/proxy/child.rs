@@ -237,6 +237,12 @@ impl ServerChild {
         self.signal(libc::SIGTERM);
     }
 
+    /// SIGKILL to the server and everything in its session.
+    pub fn kill(&mut self) {
+        self.signal(libc::SIGKILL);
+        let _ = self.process.start_kill();
+    }
+
     /// Send `sig` to the server and everything in its session.
     pub fn signal(&self, sig: i32) {
         #[cfg(test)]

@@ -74,7 +74,8 @@ pub struct ProxyConfig {
     pub color: bool,
     /// `--log-file`: JSON lines appended.
     pub log_file: Option<PathBuf>,
-    /// How long to wait at each shutdown step (stdin closed → SIGTERM → SIGKILL).
+    /// How long a server replaced by a respawn may take to exit after SIGTERM before SIGKILL.
+    /// (The session's own end has no timer: it mirrors the client.)
     pub grace: Duration,
     /// `--pin`: what to do when a tool changes after it was pinned.
     pub pin: crate::policy::pins::PinMode,

@@ -4,7 +4,6 @@
 
 use serde_json::{json, Value};
 use tokio::io::AsyncRead;
-use tokio_util::sync::CancellationToken;
 
 use super::super::framing::{Frame, FramedReader};
 use super::super::message::{self, code};
@@ -82,7 +81,7 @@ impl Router {
         client: &mut FramedReader<R>,
         msg: &str,
         explanation: &crate::sandbox::Explanation,
-        shutdown: &CancellationToken,
+        signals: &mut tokio::sync::mpsc::UnboundedReceiver<i32>,
     ) {
         let data = failure_data(explanation);
         loop {
@@ -91,7 +90,7 @@ impl Router {
                 self.out.counter.drained.notified().await;
             }
             let frame = tokio::select! {
-                _ = shutdown.cancelled() => return,
+                _ = signals.recv() => return,
                 frame = client.next_frame() => frame,
             };
             let line = match frame {

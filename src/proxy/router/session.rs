@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::mpsc;
 
 use super::super::audit::CallLog;
 use super::super::child::{exit_code, ServerChild};
@@ -27,44 +27,39 @@ use crate::policy::ResolveContext;
 /// (longer only if a descendant still holds it open).
 const STDERR_DRAIN: Duration = Duration::from_secs(2);
 
-/// How far the session's end has come.
+/// How far the session's end has come. The proxy adds no timers of its own: it mirrors
+/// what the client does — a closed stdin closes the server's, a signal is passed on — and
+/// waits for the server, as the client would have waited for it directly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shutdown {
     /// Both sides are talking.
     Running,
-    /// The session is ending (the client left, a signal came, or the server closed its
-    /// stdout); the server gets SIGTERM at `at`.
-    Closing { at: Instant },
-    /// SIGTERM was sent; SIGKILL follows at `at`.
-    Terminated { at: Instant },
-    /// SIGKILL was sent; only its exit is awaited.
-    Killed,
+    /// The client closed its side; the server's stdin is closed and it finishes on its own.
+    ClientClosed,
+    /// `n` signals were passed on to the server.
+    Signalled(u8),
 }
 
-impl Shutdown {
-    fn next_step(self) -> Option<Instant> {
-        match self {
-            Shutdown::Closing { at } | Shutdown::Terminated { at } => Some(at),
-            Shutdown::Running | Shutdown::Killed => None,
-        }
-    }
-}
+/// Signals passed on as they are; past this many the server's session is killed (the
+/// safety net for a server that ignores a repeated signal, which direct would not have: a
+/// client that insists that often means it).
+const SIGNALS_FORWARDED: u8 = 2;
 
 /// Run the proxy over the given client streams until the session ends; the result is the exit
-/// code (the server's status). `shutdown` is the SIGINT/SIGTERM trigger (a parameter so tests
-/// can pull it).
+/// code (the server's status). `signals` carries the signals the proxy received (SIGINT,
+/// SIGTERM: a parameter so tests can send them); each is passed on to the server.
 pub async fn run<R, W>(
     config: ProxyConfig,
     client_in: R,
     client_out: W,
-    shutdown: CancellationToken,
+    signals: mpsc::UnboundedReceiver<i32>,
 ) -> Result<i32, ProxyError>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let launch: Launch = Box::new(|jail, max_line| ServerChild::spawn(jail.command(), max_line));
-    run_with(config, client_in, client_out, shutdown, launch).await
+    run_with(config, client_in, client_out, signals, launch).await
 }
 
 /// [`run`], with the way the server is started given (tests start a task instead).
@@ -72,7 +67,7 @@ pub(super) async fn run_with<R, W>(
     config: ProxyConfig,
     client_in: R,
     client_out: W,
-    shutdown: CancellationToken,
+    mut signals: mpsc::UnboundedReceiver<i32>,
     mut launch: Launch,
 ) -> Result<i32, ProxyError>
 where
@@ -156,7 +151,7 @@ where
             );
             router.report_failure(&msg, None, &explanation);
             router
-                .serve_dead_server(&mut client, &msg, &explanation, &shutdown)
+                .serve_dead_server(&mut client, &msg, &explanation, &mut signals)
                 .await;
             drop(router);
             let _ = writer.await;
@@ -171,16 +166,29 @@ where
 
     let mut client_eof = false;
     let mut stage = Shutdown::Running;
+    let mut signals_open = true;
     let grace = router.config.grace;
 
     loop {
         let fetch_deadline = router.catalogue.deadline();
         tokio::select! {
-            _ = shutdown.cancelled(), if stage == Shutdown::Running => {
-                tracing::info!("signal received: shutting the server down");
-                client_eof = true;
-                child.close_stdin();
-                stage = Shutdown::Closing { at: Instant::now() + grace };
+            sig = signals.recv(), if signals_open => {
+                let Some(sig) = sig else {
+                    signals_open = false;
+                    continue;
+                };
+                let n = match stage {
+                    Shutdown::Signalled(n) => n.saturating_add(1),
+                    _ => 1,
+                };
+                if n > SIGNALS_FORWARDED {
+                    tracing::warn!(pid = child.pid, "signal {sig} again: killing the server");
+                    child.kill();
+                } else {
+                    tracing::info!(pid = child.pid, "signal {sig}: passed on to the server");
+                    child.signal(sig);
+                }
+                stage = Shutdown::Signalled(n);
             }
             // A client that sends but does not read is not read either, past a larger mark:
             // the proxy's own answers to it are queued too.
@@ -192,7 +200,7 @@ where
                         client_eof = true;
                         child.close_stdin();
                         if stage == Shutdown::Running {
-                            stage = Shutdown::Closing { at: Instant::now() + grace };
+                            stage = Shutdown::ClientClosed;
                         }
                     }
                 }
@@ -203,12 +211,7 @@ where
             frame = child.stdout.next_frame(), if !child.stdout_eof && !counter.backlogged() => {
                 match frame {
                     Ok(Some(frame)) => router.on_server_frame(frame, &mut child),
-                    Ok(None) | Err(_) => {
-                        child.stdout_eof = true;
-                        if stage == Shutdown::Running {
-                            stage = Shutdown::Closing { at: Instant::now() + grace };
-                        }
-                    }
+                    Ok(None) | Err(_) => child.stdout_eof = true,
                 }
             }
             status = child.process.wait(), if child.stdout_eof && child.status.is_none() => {
@@ -218,20 +221,6 @@ where
                 }
             }
             _ = sleep_until_opt(fetch_deadline) => router.fetch_timed_out(&mut child),
-            _ = sleep_until_opt(stage.next_step()) => {
-                stage = match stage {
-                    Shutdown::Closing { .. } => {
-                        tracing::info!(pid = child.pid, "server still running: SIGTERM");
-                        child.terminate();
-                        Shutdown::Terminated { at: Instant::now() + grace }
-                    }
-                    _ => {
-                        tracing::warn!(pid = child.pid, "server ignored SIGTERM: SIGKILL");
-                        let _ = child.process.start_kill();
-                        Shutdown::Killed
-                    }
-                };
-            }
         }
         if let Some(scope) = router.respawn.take() {
             if let Some(old) = router.respawn_server(scope, &mut child) {
@@ -242,13 +231,14 @@ where
         if child.status.is_some() {
             break;
         }
-        // The server's stdout closed but it has not exited: keep waiting (escalation above).
+        // The server's stdout closed but it has not exited: keep waiting, as a client would.
         // The client may still be talking: its requests get errors once the server is gone.
     }
 
     let status = child.status.map(exit_code).unwrap_or(1);
     let owed = router.owes_answers();
-    let start_failure = !router.server_spoke && !client_eof;
+    let signalled = matches!(stage, Shutdown::Signalled(_));
+    let start_failure = !router.server_spoke && !client_eof && !signalled;
     if owed || start_failure {
         // Everything the server wrote is needed to explain its end.
         let tail = child.finish_stderr(STDERR_DRAIN).await;
@@ -271,7 +261,7 @@ where
             // have arrived yet. Answer it (and anything after) instead of leaving the client
             // with a closed pipe and no reason.
             router
-                .serve_dead_server(&mut client, &msg, &explanation, &shutdown)
+                .serve_dead_server(&mut client, &msg, &explanation, &mut signals)
                 .await;
         }
     }

@@ -11,7 +11,6 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 use super::super::child::{FakeServer, ServerChild};
 use super::super::{DenyMode, ProxyConfig, ProxyError};
@@ -57,7 +56,8 @@ pub(super) struct Harness {
     to_proxy: Option<DuplexStream>,
     from_proxy: BufReader<DuplexStream>,
     servers: mpsc::UnboundedReceiver<FakeServer>,
-    pub shutdown: CancellationToken,
+    /// Signals to the proxy.
+    pub signals: mpsc::UnboundedSender<i32>,
     session: Option<JoinHandle<Result<i32, ProxyError>>>,
     pub dir: tempfile::TempDir,
 }
@@ -79,19 +79,13 @@ impl Harness {
             let _ = tx.send(fake);
             Ok(child)
         });
-        let shutdown = CancellationToken::new();
-        let session = tokio::spawn(run_with(
-            cfg,
-            client_in,
-            client_out,
-            shutdown.clone(),
-            launch,
-        ));
+        let (signals, signal_rx) = mpsc::unbounded_channel();
+        let session = tokio::spawn(run_with(cfg, client_in, client_out, signal_rx, launch));
         Harness {
             to_proxy: Some(to_proxy),
             from_proxy: BufReader::new(from_proxy),
             servers,
-            shutdown,
+            signals,
             session: Some(session),
             dir,
         }
@@ -314,17 +308,73 @@ async fn a_server_that_dies_mid_call_gets_the_call_answered_and_its_status_is_ou
     assert_eq!(h.exit().await, 7);
 }
 
+/// A session whose config would make any proxy timer fire at once (`grace` 0) or never (an
+/// hour): the tests below pass only if the session's end has no timer at all.
+fn harness_with_grace(grace: Duration) -> Harness {
+    let dir = tempfile::tempdir().expect("temp dir");
+    Harness::start_with(dir, |c| c.grace = grace)
+}
+
 #[tokio::test]
-async fn a_signal_reaches_the_server_and_the_session_ends_with_its_status() {
-    let mut h = Harness::start();
+async fn client_eof_mid_call_lets_the_server_finish_and_its_answer_through() {
+    let mut h = harness_with_grace(Duration::ZERO);
     let mut server = h.handshake(false).await;
-    h.shutdown.cancel();
+    server.answer_tools_list(read_file_tool()).await;
+    h.send(call(1, "read_file", json!({"path": h.path("a.txt")})))
+        .await;
+    assert_eq!(server.recv().await["id"], json!(1));
+    h.close();
+    assert_eq!(server.try_recv().await, None, "server stdin not closed");
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "late"}]}}))
+        .await;
+    let r = h.recv().await;
+    assert_eq!(r["result"]["content"][0]["text"], json!("late"), "{r}");
+    server.exit(0);
+    assert_eq!(h.exit().await, 0);
+    assert_eq!(h.rest().await, Vec::<Value>::new());
+    assert!(
+        server.fake.signals.try_recv().is_err(),
+        "the proxy signalled a server the client only closed"
+    );
+}
+
+#[tokio::test]
+async fn a_signal_is_passed_on_at_once_and_the_session_ends_with_the_servers_status() {
+    let mut h = harness_with_grace(Duration::from_secs(3600));
+    let mut server = h.handshake(false).await;
+    server.answer_tools_list(read_file_tool()).await;
+    h.signals.send(libc::SIGINT).expect("session running");
     let sig = tokio::time::timeout(STEP, server.fake.signals.recv())
         .await
-        .expect("a signal in time");
-    assert_eq!(sig, Some(libc::SIGTERM));
-    server.killed_by(libc::SIGTERM);
-    assert_eq!(h.exit().await, 128 + libc::SIGTERM);
+        .expect("the signal passed on in time");
+    assert_eq!(sig, Some(libc::SIGINT), "not the signal the proxy got");
+    // As direct: a signal is not an EOF; the server's stdin stays open.
+    assert!(matches!(
+        server.fake.stdin.try_recv(),
+        Err(mpsc::error::TryRecvError::Empty)
+    ));
+    server.killed_by(libc::SIGINT);
+    assert_eq!(h.exit().await, 128 + libc::SIGINT);
+}
+
+#[tokio::test]
+async fn a_server_that_ignores_repeated_signals_is_killed_on_the_third() {
+    let mut h = harness_with_grace(Duration::from_secs(3600));
+    let mut server = h.handshake(false).await;
+    for _ in 0..3 {
+        h.signals.send(libc::SIGTERM).expect("session running");
+    }
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let sig = tokio::time::timeout(STEP, server.fake.signals.recv())
+            .await
+            .expect("a signal in time");
+        got.push(sig.expect("a signal"));
+    }
+    assert_eq!(got, vec![libc::SIGTERM, libc::SIGTERM, libc::SIGKILL]);
+    server.killed_by(libc::SIGKILL);
+    assert_eq!(h.exit().await, 128 + libc::SIGKILL);
 }
 
 fn roots_answer(id: &Value, dirs: &[String]) -> Value {
