@@ -128,6 +128,26 @@ fn the_first_roots_narrow_the_jail_before_the_server_has_state_and_wider_roots_d
     );
     assert!(stash.is_empty(), "asked twice: {stash:?}");
 
+    // Narrower roots later: the server has state now, so only the proxy's checks narrow.
+    std::fs::create_dir(t.root().join("scope/sub/deep")).unwrap();
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}));
+    s.send(
+        &json!({"jsonrpc": "2.0", "id": "b4", "method": "tools/call",
+                   "params": {"name": "read_file", "arguments": {"path": t.p("scope/sub/b.txt")}}}),
+    );
+    let ask = s.recv();
+    assert_eq!(ask["method"], json!("roots/list"), "{ask}");
+    answer_roots(&mut s, &ask["id"], &[t.p("scope/sub/deep")]);
+    let r = until_response(&mut s, &json!("b4"), None, &mut stash);
+    assert!(is_denial(&r), "later roots did not narrow the checks: {r}");
+    s.wait_stderr("the proxy's checks narrow now");
+    let r = call(&mut s, "pid4", "pid", json!({}), None, &mut stash);
+    assert_eq!(
+        result_text(&r).parse::<u32>().unwrap(),
+        pid1,
+        "a server with state was respawned"
+    );
+
     s.close_stdin();
     assert_eq!(s.wait_exit(), 0);
     assert!(

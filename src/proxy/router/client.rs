@@ -260,6 +260,7 @@ impl Router {
                             kind,
                             started: Instant::now(),
                             record: None,
+                            replay: is_listing(&method).then(|| line.clone()),
                         },
                     );
                 }
@@ -409,6 +410,7 @@ impl Router {
                     kind,
                     started,
                     record,
+                    replay: None,
                 },
             );
         }
@@ -496,4 +498,9 @@ impl Router {
             self.on_client_frame(Frame::Line(line), child);
         }
     }
+}
+
+/// A request that gives a server no state and has no side effects: a listing or a ping.
+pub(super) fn is_listing(method: &str) -> bool {
+    method == "ping" || method.ends_with("/list")
 }

@@ -63,6 +63,9 @@ struct Pending {
     kind: Kind,
     started: Instant,
     record: Option<CallRecord>,
+    /// A request without side effects (a listing, a ping): its line, to send again to a
+    /// server that replaces this one before it answered.
+    replay: Option<Bytes>,
 }
 
 /// What one of the proxy's own requests to the server was for. (Its one request to the

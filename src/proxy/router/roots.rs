@@ -10,9 +10,10 @@ use serde_json::{json, Value};
 use super::super::child::ServerChild;
 use super::super::integrity;
 use super::catalogue::Fetch;
+use super::client::is_listing;
 use super::records::Outcome;
 use super::session::{enforcement_word, kernel_stops_writes};
-use super::{Kind, Own, Router};
+use super::{Kind, Own, Pending, Router};
 use crate::policy::Scope;
 
 /// What the proxy knows of the client's roots and its own questions about them.
@@ -53,10 +54,7 @@ impl Router {
             return false;
         }
         // The handshake and listings give the server no state and need no check.
-        if matches!(kind, Kind::Initialize | Kind::Discover)
-            || method == "ping"
-            || method.ends_with("/list")
-        {
+        if matches!(kind, Kind::Initialize | Kind::Discover) || is_listing(method) {
             return false;
         }
         // A change after the first answer matters to the proxy's checks only.
@@ -182,17 +180,29 @@ impl Router {
             return;
         }
         let shown: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
-        self.log.note(&format!(
-            "client roots {} narrow the scope: respawning the server under a narrower jail",
-            shown.join(", ")
-        ));
-        self.scope = narrowed.clone();
-        self.respawn = Some(narrowed);
+        let shown = shown.join(", ");
+        // Only a server without state can be replaced invisibly: before the first answer every
+        // request that could give it state waits (see `waits_for_roots`).
+        let stateless = self.pending.values().all(|p| p.replay.is_some());
+        if !self.roots.learned && stateless {
+            self.log.note(&format!(
+                "client roots {shown} narrow the scope: respawning the server under a narrower \
+                 jail before it has state"
+            ));
+            self.respawn = Some(narrowed.clone());
+        } else {
+            self.log.note(&format!(
+                "client roots {shown} narrow the scope: the proxy's checks narrow now; the \
+                 server keeps its state and its jail until its next start"
+            ));
+        }
+        self.scope = narrowed;
     }
 
     /// Start a new server under `scope`'s jail, replay the client's handshake to it, and hand
-    /// back the old one for reaping. Requests the old server had not answered get an error
-    /// (it is killed; replaying them could repeat side effects the old server already had).
+    /// back the old one for reaping. This happens only at the first roots, before the server
+    /// has state: listings it had not answered are sent again to the new one; anything else
+    /// it had not answered gets an error (replaying could repeat side effects).
     pub(super) fn respawn_server(
         &mut self,
         scope: Scope,
@@ -231,6 +241,27 @@ impl Router {
             "server pid {} replaced by pid {}",
             old.pid, child.pid
         ));
+        // Listings in flight are sent again to the new server, ahead of the held requests;
+        // anything else (there is nothing else before the first roots) is failed.
+        let mut again: Vec<Pending> = Vec::new();
+        let keys: Vec<String> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.replay.is_some())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in keys {
+            if let Some(p) = self.pending.remove(&key) {
+                again.push(p);
+            }
+        }
+        again.sort_by_key(|p| std::cmp::Reverse(p.started));
+        for p in again {
+            if let Some(line) = p.replay {
+                self.held_bytes += line.len();
+                self.held.push_front(line);
+            }
+        }
         let msg = "mcpjail restarted the MCP server under a narrower jail (the client's roots \
                    changed) before it answered; retry the request";
         self.fail_pending(Outcome::ServerRestarted, msg, None);

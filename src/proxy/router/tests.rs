@@ -144,6 +144,11 @@ impl Harness {
         Server { fake }
     }
 
+    /// Has the proxy started no server since the last [`Harness::server`]?
+    pub fn no_new_server(&mut self) -> bool {
+        self.servers.try_recv().is_err()
+    }
+
     /// The session's result (the proxy's exit code).
     pub async fn exit(&mut self) -> i32 {
         let session = self.session.take().expect("session running");
@@ -510,4 +515,96 @@ async fn discover_then_initialize_reaches_the_server_without_a_tools_list_first(
     .await;
     let next = server.recv().await;
     assert_eq!(next["method"], json!("initialize"), "{next}");
+}
+
+fn with_sub() -> Harness {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(dir.path().join("sub")).expect("sub");
+    Harness::start_with(dir, |_| {})
+}
+
+#[tokio::test]
+async fn the_first_roots_respawn_the_server_before_it_has_state_and_listings_go_again() {
+    let mut h = with_sub();
+    let mut old = h.handshake(true).await;
+    old.answer_tools_list(read_file_tool()).await;
+    h.send(json!({"jsonrpc": "2.0", "id": "l", "method": "tools/list"}))
+        .await;
+    assert_eq!(old.recv().await["id"], json!("l"));
+    h.send(call(1, "read_file", json!({"path": h.path("sub/b.txt")})))
+        .await;
+    let ask = h.recv().await;
+    assert_eq!(ask["method"], json!("roots/list"), "{ask}");
+    h.send(roots_answer(&ask["id"], &[h.path("sub")])).await;
+
+    let mut new = h.server().await;
+    let init = new.recv().await;
+    assert_eq!(init["method"], json!("initialize"), "{init}");
+    new.send(json!({"jsonrpc": "2.0", "id": init["id"], "result": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "f", "version": "1"}}}))
+        .await;
+    assert_eq!(
+        new.recv().await["method"],
+        json!("notifications/initialized")
+    );
+    // The listing in flight at the old server goes again, then the call that waited.
+    assert_eq!(new.recv().await["id"], json!("l"));
+    new.send(json!({"jsonrpc": "2.0", "id": "l", "result": {"tools": read_file_tool()}}))
+        .await;
+    assert_eq!(new.recv().await["id"], json!(1));
+    new.send(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}}))
+        .await;
+    let r = h.recv().await;
+    assert_eq!(r["id"], json!("l"));
+    assert!(r["result"]["tools"].is_array(), "the listing failed: {r}");
+    let r = h.recv().await;
+    assert_eq!(r["id"], json!(1));
+    assert!(r["result"].is_object(), "{r}");
+    // The old server is ended: its stdin closed, a SIGTERM.
+    assert_eq!(old.try_recv().await, None);
+    assert_eq!(old.fake.signals.recv().await, Some(libc::SIGTERM));
+    old.killed_by(libc::SIGTERM);
+    h.close();
+    assert_eq!(new.try_recv().await, None);
+    new.exit(0);
+    assert_eq!(h.exit().await, 0);
+}
+
+#[tokio::test]
+async fn later_roots_narrow_the_checks_and_keep_the_server_and_its_state() {
+    let mut h = with_sub();
+    let mut server = h.handshake(true).await;
+    server.answer_tools_list(read_file_tool()).await;
+    h.send(call(1, "read_file", json!({"path": h.path("a.txt")})))
+        .await;
+    let ask = h.recv().await;
+    h.send(roots_answer(&ask["id"], &[h.path("")])).await;
+    assert_eq!(server.recv().await["id"], json!(1));
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}}))
+        .await;
+    assert_eq!(h.recv().await["id"], json!(1));
+
+    h.send(json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}))
+        .await;
+    assert_eq!(
+        server.recv().await["method"],
+        json!("notifications/roots/list_changed")
+    );
+    h.send(call(2, "read_file", json!({"path": h.path("a.txt")})))
+        .await;
+    let ask = h.recv().await;
+    assert_eq!(ask["method"], json!("roots/list"), "{ask}");
+    h.send(roots_answer(&ask["id"], &[h.path("sub")])).await;
+    let r = h.recv().await;
+    assert_eq!(r["id"], json!(2));
+    assert_eq!(r["result"]["isError"], json!(true), "not narrowed: {r}");
+    assert!(h.no_new_server(), "respawned a server that has state");
+    h.send(call(3, "read_file", json!({"path": h.path("sub/b.txt")})))
+        .await;
+    assert_eq!(server.recv().await["id"], json!(3));
+    h.close();
+    assert_eq!(server.try_recv().await, None);
+    server.exit(0);
+    assert_eq!(h.exit().await, 0);
 }
