@@ -174,7 +174,8 @@ pub fn resolve_settings(
             );
         }
     }
-    crate::proxy::pinning::check_settings(&name, args.pin, home.as_deref()).map_err(|e| {
+    let pin_key = crate::proxy::pin_key(&name, &args.command, &cwd);
+    crate::proxy::pinning::check_settings(&pin_key, args.pin, home.as_deref()).map_err(|e| {
         super::UserError::new(format!("--pin block cannot work for `{name}`: {e}")).with_hint(
             "pick a plain --name (letters, digits, `-`, `_`, `.`), set XDG_STATE_HOME or HOME, \
              fix or remove the pin file, or run with --pin warn",

@@ -103,6 +103,17 @@ pub fn default_name(command: &[String]) -> String {
     crate::policy::ServerCommand::parse(command).default_name()
 }
 
+/// The key of a server's tool pins: its label and its identity (see
+/// [`crate::policy::pins::PinKey`]).
+pub fn pin_key(
+    name: &str,
+    command: &[String],
+    cwd: &std::path::Path,
+) -> crate::policy::pins::PinKey {
+    let identity = crate::policy::ServerCommand::parse(command).identity(cwd);
+    crate::policy::pins::PinKey::new(name, &identity)
+}
+
 #[cfg(test)]
 mod tests {
     use super::default_name;

@@ -109,7 +109,11 @@ where
             home: config.home.clone(),
         },
         scope: config.scope.clone(),
-        pinning: Pinning::new(config.pin, &config.name, config.home.clone()),
+        pinning: Pinning::new(
+            config.pin,
+            super::super::pin_key(&config.name, &config.command, &config.cwd),
+            config.home.clone(),
+        ),
         config,
         launch,
         log,
