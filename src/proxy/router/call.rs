@@ -23,6 +23,8 @@ pub(super) struct CheckedRequest {
     pub what: Checked,
     /// A 2026-07-28 request: the proxy's own answers carry `resultType`.
     pub stateless: bool,
+    /// Its `params._meta` (for the proxy's own requests in that era).
+    pub meta: Option<Value>,
 }
 
 /// Why a checked request cannot be judged.
@@ -49,6 +51,7 @@ pub(super) fn parse(kind: Kind, params_text: &str) -> Result<CheckedRequest, Unj
         }
     };
     let stateless = super::super::era::is_stateless(&params);
+    let meta = params.get("_meta").cloned();
     let what = if kind == Kind::ToolsCall {
         let Some(name) = params.get("name").and_then(Value::as_str) else {
             return Err(Unjudgeable::Params(
@@ -85,7 +88,11 @@ pub(super) fn parse(kind: Kind, params_text: &str) -> Result<CheckedRequest, Unj
             Checked::OtherResource
         }
     };
-    Ok(CheckedRequest { what, stateless })
+    Ok(CheckedRequest {
+        what,
+        stateless,
+        meta,
+    })
 }
 
 #[cfg(test)]

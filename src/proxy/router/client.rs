@@ -227,7 +227,9 @@ impl Router {
             self.hold(line);
             return;
         }
-        if !self.saw_initialize {
+        let checked = matches!(kind, Kind::ToolsCall | Kind::ResourcesRead);
+        // (A checked request's `_meta` is taken from its one parse, in `on_checked_request`.)
+        if !self.saw_initialize && !checked {
             if let Some(meta) = env
                 .params
                 .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
@@ -320,7 +322,14 @@ impl Router {
         let raw_id = env.id.map(|id| id.get().to_string());
         let started = Instant::now();
         let request = match call::parse(kind, env.params.map(|p| p.get()).unwrap_or("{}")) {
-            Ok(request) => request,
+            Ok(mut request) => {
+                if !self.saw_initialize {
+                    if let Some(meta) = request.meta.take() {
+                        self.client_meta = Some(meta);
+                    }
+                }
+                request
+            }
             Err(Unjudgeable::Params(msg)) => {
                 self.answer_invalid_params(raw_id.as_deref(), &msg, kind, started);
                 return;

@@ -153,3 +153,21 @@ impl Router {
         self.out.send(Bytes::from(line));
     }
 }
+
+fn enforcement_word(e: crate::sandbox::Enforcement) -> &'static str {
+    match e {
+        crate::sandbox::Enforcement::Fully => "fully enforced",
+        crate::sandbox::Enforcement::Partially => "PARTIALLY enforced",
+        crate::sandbox::Enforcement::NotEnforced => "NOT enforced",
+    }
+}
+
+/// Is the jail's filesystem layer fully enforced (so the kernel refuses any write the scope's
+/// write roots do not cover)?
+fn kernel_stops_writes(jail: &crate::sandbox::PreparedJail) -> bool {
+    jail.is_confined()
+        && jail.report().layers.iter().any(|l| {
+            (l.layer == "landlock_fs" || l.layer == "seatbelt")
+                && l.enforcement == crate::sandbox::Enforcement::Fully
+        })
+}

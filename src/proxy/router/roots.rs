@@ -12,8 +12,7 @@ use super::super::integrity;
 use super::catalogue::Fetch;
 use super::client::is_listing;
 use super::records::Outcome;
-use super::session::{enforcement_word, kernel_stops_writes};
-use super::{Kind, Own, Pending, Router};
+use super::{enforcement_word, kernel_stops_writes, Kind, Own, Pending, Router};
 use crate::policy::Scope;
 
 /// What the proxy knows of the client's roots and its own questions about them.

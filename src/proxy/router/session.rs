@@ -20,7 +20,7 @@ use super::super::{ProxyConfig, ProxyError};
 use super::catalogue::Catalogue;
 use super::outbox::{ClientOut, OUT_CLIENT_HIGH_WATER};
 use super::roots::{reap, Roots};
-use super::{Launch, Router};
+use super::{enforcement_word, kernel_stops_writes, Launch, Router};
 use crate::policy::ResolveContext;
 
 /// How long, after the server exited, its stderr copy may take to reach the end of the pipe
@@ -277,27 +277,9 @@ where
     Ok(status)
 }
 
-pub(super) fn enforcement_word(e: crate::sandbox::Enforcement) -> &'static str {
-    match e {
-        crate::sandbox::Enforcement::Fully => "fully enforced",
-        crate::sandbox::Enforcement::Partially => "PARTIALLY enforced",
-        crate::sandbox::Enforcement::NotEnforced => "NOT enforced",
-    }
-}
-
 async fn sleep_until_opt(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at.into()).await,
         None => std::future::pending().await,
     }
-}
-
-/// Is the jail's filesystem layer fully enforced (so the kernel refuses any write the scope's
-/// write roots do not cover)?
-pub(super) fn kernel_stops_writes(jail: &crate::sandbox::PreparedJail) -> bool {
-    jail.is_confined()
-        && jail.report().layers.iter().any(|l| {
-            (l.layer == "landlock_fs" || l.layer == "seatbelt")
-                && l.enforcement == crate::sandbox::Enforcement::Fully
-        })
 }
