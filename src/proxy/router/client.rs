@@ -145,6 +145,9 @@ impl Router {
                     self.answer_parked_roots(&outcome, child);
                 }
                 self.on_roots_answer(env.result.map(|r| r.get()), child);
+                // The server may still ask (its question crossed ours on the way): the client
+                // answered once, that answer is its answer.
+                self.roots.answer_next_ask = self.roots.last_result.is_some();
                 return;
             }
             match self.server_requests.remove(&key) {

@@ -36,9 +36,10 @@ pub(super) struct Roots {
     pub changed_while_asking: bool,
     /// The client's latest roots answer (`result`, raw), while it is current.
     pub last_result: Option<String>,
-    /// A respawned server asks for the roots the client already gave: the proxy answers with
-    /// [`Roots::last_result`] itself, so the client sees no second question.
-    pub answer_respawned: bool,
+    /// The server's next `roots/list` would be a second question about the same roots (the
+    /// client already answered the proxy's, or a respawned server asks again): the proxy
+    /// answers it with [`Roots::last_result`] itself.
+    pub answer_next_ask: bool,
     /// The server's own `roots/list` requests (raw ids) that arrived while the proxy's was
     /// outstanding: answered with the client's answer to ours, so the client is asked once.
     pub parked: Vec<String>,
@@ -74,7 +75,7 @@ impl Router {
             self.roots.stale = true;
         }
         self.roots.last_result = None;
-        self.roots.answer_respawned = false;
+        self.roots.answer_next_ask = false;
         if self.roots.asked.is_some() || self.server_requests.values().any(|r| *r) {
             self.roots.changed_while_asking = true;
         }
@@ -94,14 +95,15 @@ impl Router {
         }
     }
 
-    /// A respawned server's `roots/list`: answered by the proxy with the roots the client gave
-    /// (`true`), once; otherwise (`false`) it goes to the client.
-    pub(super) fn answer_respawned_roots(
+    /// A server's `roots/list` the client already answered (see [`Roots::answer_next_ask`]):
+    /// answered by the proxy with the roots the client gave (`true`), once; otherwise
+    /// (`false`) it goes to the client.
+    pub(super) fn answer_known_roots(
         &mut self,
         id: &serde_json::value::RawValue,
         child: &mut ServerChild,
     ) -> bool {
-        if !std::mem::take(&mut self.roots.answer_respawned) {
+        if !std::mem::take(&mut self.roots.answer_next_ask) {
             return false;
         }
         let Some(result) = &self.roots.last_result else {
@@ -111,7 +113,7 @@ impl Router {
             "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{result}}}\n",
             id.get()
         )));
-        tracing::debug!("answered the respawned server's roots/list with the client's roots");
+        tracing::debug!("answered the server's roots/list with the roots the client just gave");
         true
     }
 
@@ -270,7 +272,7 @@ impl Router {
             self.remember_stale(key);
         }
         self.cancelled.clear();
-        self.roots.answer_respawned = self.roots.last_result.is_some();
+        self.roots.answer_next_ask = self.roots.last_result.is_some();
         self.roots.parked.clear();
         let refetch = self.catalogue.in_flight();
         self.own_to_server.clear();

@@ -97,9 +97,7 @@ impl Router {
             }
             if let Some(id) = env.id {
                 let is_roots = method == "roots/list";
-                if is_roots
-                    && (self.answer_respawned_roots(id, child) || self.park_server_roots(id))
-                {
+                if is_roots && (self.answer_known_roots(id, child) || self.park_server_roots(id)) {
                     return;
                 }
                 if !self.track_server_request(id, is_roots, child) {

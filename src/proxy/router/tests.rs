@@ -608,3 +608,47 @@ async fn later_roots_narrow_the_checks_and_keep_the_server_and_its_state() {
     server.exit(0);
     assert_eq!(h.exit().await, 0);
 }
+
+#[tokio::test]
+async fn a_server_question_that_crosses_the_proxys_is_answered_with_the_clients_one_answer() {
+    let mut h = Harness::start();
+    let mut server = h.handshake(true).await;
+    server.answer_tools_list(read_file_tool()).await;
+    h.send(call(1, "read_file", json!({"path": h.path("a.txt")})))
+        .await;
+    let ask = h.recv().await;
+    assert_eq!(ask["method"], json!("roots/list"), "{ask}");
+    // The server asks too, before the client's answer is in.
+    server
+        .send(json!({"jsonrpc": "2.0", "id": "s1", "method": "roots/list"}))
+        .await;
+    h.send(roots_answer(&ask["id"], &[h.path("")])).await;
+    // The two reach the server in either order (two streams); both must.
+    let got = [server.recv().await, server.recv().await];
+    let (Some(fwd), Some(answer)) = (
+        got.iter().find(|m| m["id"] == json!(1)),
+        got.iter().find(|m| m["id"] == json!("s1")),
+    ) else {
+        panic!("the call and the answer to s1: {got:?}");
+    };
+    assert_eq!(fwd["method"], json!("tools/call"), "{fwd}");
+    assert_eq!(
+        answer["result"]["roots"][0]["uri"],
+        json!(format!("file://{}", h.path(""))),
+        "{got:?}"
+    );
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}}))
+        .await;
+    let r = h.recv().await;
+    assert_eq!(
+        r["id"],
+        json!(1),
+        "a second roots/list reached the client: {r}"
+    );
+    h.close();
+    assert_eq!(server.try_recv().await, None);
+    server.exit(0);
+    assert_eq!(h.exit().await, 0);
+    assert_eq!(h.rest().await, Vec::<Value>::new());
+}
