@@ -20,7 +20,9 @@
 //! * `router` — the connection: both directions, learning, holding, lifecycle; a server that
 //!   dies before answering gets every pending request answered with why (what the jail likely
 //!   refused and the flag for it), and a tool result that reports a permission error on a path
-//!   outside the jail gets the fix appended — the only results it re-serialises.
+//!   outside the jail gets the fix appended — the only results it re-serialises. The session
+//!   ends as it would directly: a closed stdin closes the server's, a signal is passed on, and
+//!   the proxy exits with the server's status (no timers of its own).
 
 pub mod audit;
 pub mod check;
