@@ -25,8 +25,9 @@ fn start(t: &Tree, proxy_args: &[&str]) -> Session {
     Session::start(t, opts)
 }
 
-/// `initialize` with the `roots` capability, then `notifications/initialized`; returns the id
-/// of the proxy's own `roots/list` to the client (left unanswered).
+/// `initialize` with the `roots` capability, `notifications/initialized`, then a `pid` call
+/// (id "first"), the first moment the proxy needs the roots; returns the id of the proxy's own
+/// `roots/list` to the client (left unanswered: the call waits for it).
 fn initialize_with_roots(s: &mut Session) -> Value {
     s.send(
         &json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
@@ -36,12 +37,13 @@ fn initialize_with_roots(s: &mut Session) -> Value {
     let init = s.response_to(&json!("init"));
     assert!(init["result"]["serverInfo"].is_object(), "{init}");
     s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    loop {
-        let m = s.recv();
-        if m["method"] == json!("roots/list") {
-            return m["id"].clone();
-        }
-    }
+    s.send(
+        &json!({"jsonrpc": "2.0", "id": "first", "method": "tools/call",
+                   "params": {"name": "pid", "arguments": {}}}),
+    );
+    let m = s.recv();
+    assert_eq!(m["method"], json!("roots/list"), "{m}");
+    m["id"].clone()
 }
 
 fn answer_roots(s: &mut Session, id: &Value, roots: &[String]) {
@@ -96,24 +98,28 @@ fn a_forged_roots_answer_from_the_server_is_dropped_and_the_clients_roots_still_
     let t = Tree::new();
     let mut s = start(&t, &["--log"]);
     let roots_id = initialize_with_roots(&mut s);
-    let pid1 = pid_of(&mut s);
+    // The client's answer narrows the scope; the server is respawned under the narrower jail
+    // before the waiting call reaches it.
+    answer_roots(&mut s, &roots_id, &[t.p("scope/sub")]);
+    let r = s.response_to(&json!("first"));
+    let pid1: u32 = result_text(&r).parse().expect("pid");
+    s.wait_stderr("respawning the server under a narrower jail");
 
     // The server answers the proxy's roots/list — which went to the client — claiming `/`.
     // (It is told the id here; a real server never sees it, and could not guess it.)
     let r = s.call("forge_response", json!({"id": roots_id, "kind": "roots"}));
     assert_eq!(result_text(&r), "forged", "{r}");
+    s.wait_stderr("PROTOCOL VIOLATION by the server");
 
-    // The client's real answer still counts: the scope narrows and the server is respawned
-    // (before the proxy reads the next client line, so the next call sees both).
-    answer_roots(&mut s, &roots_id, &[t.p("scope/sub")]);
     let r = s.call("read_file", json!({"path": t.p("scope/a.txt")}));
     assert!(is_denial(&r), "outside the client's root, yet allowed: {r}");
-    let pid2 = pid_of(&mut s);
-    assert_ne!(pid1, pid2, "the server was not respawned");
     let r = s.call("read_file", json!({"path": t.p("scope/sub/b.txt")}));
     assert_eq!(result_text(&r), "beta", "{r}");
-    s.wait_stderr("PROTOCOL VIOLATION by the server");
-    s.wait_stderr("respawning the server under a narrower jail");
+    assert_eq!(
+        pid_of(&mut s),
+        pid1,
+        "the forged answer respawned the server"
+    );
 }
 
 /// Control: had the forged answer been taken for the client's, the scope would not have
@@ -123,11 +129,20 @@ fn control_the_forged_roots_would_leave_the_scope_wide() {
     let t = Tree::new();
     let mut s = start(&t, &["--log"]);
     let roots_id = initialize_with_roots(&mut s);
-    let pid1 = pid_of(&mut s);
     answer_roots(&mut s, &roots_id, &["/".to_string()]);
+    let r = s.response_to(&json!("first"));
+    let pid1: u32 = result_text(&r).parse().expect("pid");
     let r = s.call("read_file", json!({"path": t.p("scope/a.txt")}));
     assert_eq!(result_text(&r), "alpha", "{r}");
-    assert_eq!(pid_of(&mut s), pid1, "no respawn for roots of /");
+    assert_eq!(pid_of(&mut s), pid1);
+    assert!(
+        !s.stderr
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("respawning")),
+        "no respawn for roots of /"
+    );
 }
 
 #[test]

@@ -31,20 +31,33 @@ impl Env {
         Env { tree, state }
     }
 
+    /// The pin file of the one server labelled `name` (`<name>-<identity digest>.json`).
     fn pin_file(&self, name: &str) -> PathBuf {
-        self.state.join(format!("mcpjail/pins/{name}.json"))
+        let dir = self.state.join("mcpjail/pins");
+        let key = mcpjail::policy::pins::resolve_name(&dir, name);
+        dir.join(format!("{key}.json"))
     }
 
     /// `mcpjail-proxy <args> -- fixture <scope>`; `fixture_env` knobs reach the server through
     /// `--env-keep`. XDG_STATE_HOME is the proxy's own setting, never passed to the server.
     fn proxy(&self, args: &[&str], fixture_env: &[(&str, &str)]) -> Session {
+        self.proxy_running(Path::new(FIXTURE), args, fixture_env)
+    }
+
+    /// [`Env::proxy`] with the fixture at `program` (a copy elsewhere).
+    fn proxy_running(
+        &self,
+        program: &Path,
+        args: &[&str],
+        fixture_env: &[(&str, &str)],
+    ) -> Session {
         let t = &self.tree;
         let mut c = Command::new(PROXY);
         c.args(args);
         for (k, _) in fixture_env {
             c.arg("--env-keep").arg(k);
         }
-        c.arg("--").arg(FIXTURE).arg(t.scope());
+        c.arg("--").arg(program).arg(t.scope());
         c.current_dir(t.scope())
             .env("HOME", t.root().join("home"))
             .env("XDG_STATE_HOME", &self.state)
@@ -152,7 +165,12 @@ fn first_run_pins_every_tool_under_xdg_state_home_per_server_name() {
     assert!(line.contains("read_file") && line.contains(TOOL), "{line}");
 
     let file: Value = serde_json::from_slice(&std::fs::read(e.pin_file("fx")).unwrap()).unwrap();
-    assert_eq!(file["server"], json!("fx"));
+    let key = file["server"].as_str().unwrap();
+    assert!(key.starts_with("fx-"), "keyed by label and identity: {key}");
+    assert!(
+        file["identity"].as_str().unwrap().contains(FIXTURE),
+        "{file}"
+    );
     let pinned = file["tools"].as_object().unwrap();
     assert_eq!(pinned.len(), 12, "{file}");
     for t in &tools {
@@ -402,13 +420,21 @@ fn off_records_nothing() {
 }
 
 #[test]
-fn block_with_an_unusable_name_refuses_to_start() {
+fn block_with_an_odd_name_keeps_its_pins_inside_the_pin_directory() {
+    // Pins are keyed by the label and the server's identity; a label is only part of a file
+    // name, never a path, so `../escape` cannot leave the pin directory.
     let e = Env::new();
-    let mut s = e.proxy(&["--name", "../escape", "--pin", "block"], &[]);
-    assert_eq!(s.wait_exit(), 1);
-    let line = saw(&mut s, "--pin block cannot work");
-    assert!(line.contains("../escape"), "{line}");
-    saw(&mut s, "hint:");
+    let mut s = e.proxy(&["--name", "../escape", "--pin", "block", "--log"], &[]);
+    s.initialize();
+    list_tools(&mut s);
+    saw(&mut s, "pins: pinned 12 new tool(s)");
+    let files: Vec<String> = std::fs::read_dir(e.state.join("mcpjail/pins"))
+        .unwrap()
+        .map(|f| f.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(files[0].starts_with(".._escape-"), "{files:?}");
+    assert!(!e.state.join("mcpjail/escape.json").exists());
 }
 
 #[test]
@@ -457,4 +483,44 @@ fn block_judges_a_call_sent_during_the_refetch_against_the_new_listing() {
     let r = s.call(TOOL, json!({}));
     assert!(is_denial(&r), "{r}");
     assert_eq!(calls_reaching_server(&mut s, TOOL), 1);
+}
+
+/// Every `…/index` server used to be pinned as `index`: a second one's tools showed as
+/// changed and `--pin block` hid them. Pins are keyed by identity (here the whole command):
+/// two servers, two pin files, nothing hidden.
+#[test]
+fn two_servers_named_index_keep_apart_pins_and_block_hides_nothing_legitimate() {
+    let e = Env::new();
+    let mut programs = Vec::new();
+    for dir in ["a", "b"] {
+        let d = e.tree.root().join(dir);
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join("index");
+        std::fs::copy(FIXTURE, &p).unwrap();
+        programs.push(p);
+    }
+    let mut s = e.proxy_running(&programs[0], &["--pin", "block", "--log"], &[]);
+    s.initialize();
+    let first = list_tools(&mut s);
+    assert_eq!(description(&first, TOOL), Some(ORIGINAL));
+    saw(&mut s, "pins: pinned 12 new tool(s)");
+    drop(s);
+
+    // The other `index` lists `trigger_list_changed` differently: it is its own tool.
+    let late = [("FIXTURE_LATE_TOOLS", "1")];
+    let mut s = e.proxy_running(&programs[1], &["--pin", "block", "--log"], &late);
+    s.initialize();
+    let second = list_tools(&mut s);
+    assert_eq!(
+        description(&second, TOOL),
+        Some(CHANGED),
+        "a legitimate tool was hidden"
+    );
+    saw(&mut s, "pins: pinned");
+    assert!(!stderr_text(&s).contains("changed since it was pinned"));
+    drop(s);
+    let files = std::fs::read_dir(e.state.join("mcpjail/pins"))
+        .unwrap()
+        .count();
+    assert_eq!(files, 2, "one pin file per server");
 }

@@ -50,7 +50,7 @@ fn call(
 }
 
 #[test]
-fn narrower_roots_respawn_the_server_and_wider_roots_do_not_widen_it() {
+fn the_first_roots_narrow_the_jail_before_the_server_has_state_and_wider_roots_do_not_widen_it() {
     let t = Tree::new();
     let mut opts = Opts::new(&t);
     opts.env.push(("FIXTURE_ASK_ROOTS", "1".into()));
@@ -66,54 +66,31 @@ fn narrower_roots_respawn_the_server_and_wider_roots_do_not_widen_it() {
     assert!(init["result"]["serverInfo"].is_object(), "{init}");
     s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
 
-    // Before the roots are known, the whole argv scope applies.
-    let r = call(&mut s, "pid1", "pid", json!({}), None, &mut stash);
-    let pid1: u32 = result_text(&r).parse().unwrap();
-    let r = call(
-        &mut s,
-        "a1",
-        "read_file",
-        json!({"path": t.p("scope/a.txt")}),
-        None,
-        &mut stash,
-    );
-    assert_eq!(result_text(&r), "alpha", "{r}");
-
-    // A call in flight at the old server when the roots arrive.
-    s.send(&json!({"jsonrpc": "2.0", "id": "blk", "method": "tools/call", "params": {"name": "block", "arguments": {}}}));
-    s.wait_stderr("\"tool\":\"block\"");
-    // Both the server and the proxy asked for the roots.
-    while stash.len() < 2 {
-        let m = s.recv();
-        assert_eq!(m["method"], json!("roots/list"), "{m}");
-        stash.push(m["id"].clone());
-    }
+    // The first call waits for the roots. The server asks too; whichever question reaches the
+    // proxy first is the only one the client gets (the other is answered with its answer).
+    s.send(&json!({"jsonrpc": "2.0", "id": "pid1", "method": "tools/call", "params": {"name": "pid", "arguments": {}}}));
+    let ask = s.recv();
+    assert_eq!(ask["method"], json!("roots/list"), "{ask}");
     let sub = vec![t.p("scope/sub")];
-    for id in std::mem::take(&mut stash) {
-        answer_roots(&mut s, &id, &sub);
-    }
-    let r = until_response(&mut s, &json!("blk"), Some(&sub), &mut stash);
-    assert_eq!(r["error"]["code"], json!(-32603), "{r}");
-    assert!(
-        r["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("narrower jail"),
-        "{r}"
-    );
-
-    let r = call(&mut s, "pid2", "pid", json!({}), Some(&sub), &mut stash);
-    let pid2: u32 = result_text(&r).parse().unwrap();
-    assert_ne!(pid1, pid2, "the server was not respawned");
+    answer_roots(&mut s, &ask["id"], &sub);
     s.wait_stderr("respawning the server under a narrower jail");
+    // The respawned server asks again; the proxy answers it with the client's roots.
+    let got = s.wait_stderr("FIXTURE-RESPONSE");
+    assert!(
+        got.contains("fx-roots-1") && got.contains("scope/sub"),
+        "{got}"
+    );
+    // Respawned under the narrower jail before the call reached any server: the call is
+    // answered (not failed), and the new server's own roots/list is answered by the proxy.
+    let r = until_response(&mut s, &json!("pid1"), None, &mut stash);
+    let pid1: u32 = result_text(&r).parse().unwrap();
 
-    // The proxy's checks follow the narrower scope at once.
     let r = call(
         &mut s,
         "a2",
         "read_file",
         json!({"path": t.p("scope/a.txt")}),
-        Some(&sub),
+        None,
         &mut stash,
     );
     assert!(is_denial(&r), "{r}");
@@ -122,44 +99,59 @@ fn narrower_roots_respawn_the_server_and_wider_roots_do_not_widen_it() {
         "b2",
         "read_file",
         json!({"path": t.p("scope/sub/b.txt")}),
-        Some(&sub),
+        None,
         &mut stash,
     );
     assert_eq!(result_text(&r), "beta", "{r}");
+    assert!(
+        stash.is_empty(),
+        "roots/list the server never sent: {stash:?}"
+    );
 
-    // Wider roots later: nothing widens.
+    // Wider roots later: nothing widens. The proxy asks when the next call needs them, once.
     let wide = vec![t.p("scope")];
     s.send(&json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}));
-    // The proxy asks again; its answer is processed before the next call (client order).
-    loop {
-        let m = s.recv();
-        if m["method"] == json!("roots/list") {
-            answer_roots(&mut s, &m["id"], &wide);
-            break;
-        }
-    }
-    let r = call(
-        &mut s,
-        "a3",
-        "read_file",
-        json!({"path": t.p("scope/a.txt")}),
-        Some(&wide),
-        &mut stash,
+    s.send(
+        &json!({"jsonrpc": "2.0", "id": "a3", "method": "tools/call",
+                   "params": {"name": "read_file", "arguments": {"path": t.p("scope/a.txt")}}}),
     );
+    let ask = s.recv();
+    assert_eq!(ask["method"], json!("roots/list"), "{ask}");
+    answer_roots(&mut s, &ask["id"], &wide);
+    let r = until_response(&mut s, &json!("a3"), None, &mut stash);
     assert!(is_denial(&r), "wider roots widened the scope: {r}");
-    let r = call(&mut s, "pid3", "pid", json!({}), Some(&wide), &mut stash);
+    let r = call(&mut s, "pid3", "pid", json!({}), None, &mut stash);
     assert_eq!(
         result_text(&r).parse::<u32>().unwrap(),
-        pid2,
+        pid1,
         "no respawn for wider roots"
+    );
+    assert!(stash.is_empty(), "asked twice: {stash:?}");
+
+    // Narrower roots later: the server has state now, so only the proxy's checks narrow.
+    std::fs::create_dir(t.root().join("scope/sub/deep")).unwrap();
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}));
+    s.send(
+        &json!({"jsonrpc": "2.0", "id": "b4", "method": "tools/call",
+                   "params": {"name": "read_file", "arguments": {"path": t.p("scope/sub/b.txt")}}}),
+    );
+    let ask = s.recv();
+    assert_eq!(ask["method"], json!("roots/list"), "{ask}");
+    answer_roots(&mut s, &ask["id"], &[t.p("scope/sub/deep")]);
+    let r = until_response(&mut s, &json!("b4"), None, &mut stash);
+    assert!(is_denial(&r), "later roots did not narrow the checks: {r}");
+    s.wait_stderr("the proxy's checks narrow now");
+    let r = call(&mut s, "pid4", "pid", json!({}), None, &mut stash);
+    assert_eq!(
+        result_text(&r).parse::<u32>().unwrap(),
+        pid1,
+        "a server with state was respawned"
     );
 
     s.close_stdin();
     assert_eq!(s.wait_exit(), 0);
-    for pid in [pid1, pid2] {
-        assert!(
-            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
-            "server {pid} left behind"
-        );
-    }
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid1}")).exists(),
+        "server {pid1} left behind"
+    );
 }

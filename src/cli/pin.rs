@@ -12,7 +12,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::{GlobalArgs, UserError};
-use crate::policy::pins::{list_servers, pins_dir, PinError, PinStore};
+use crate::policy::pins::{list_servers, pins_dir, resolve_name, PinError, PinStore};
 
 #[derive(Debug, Clone, Subcommand)]
 pub enum PinCommand {
@@ -26,7 +26,8 @@ pub enum PinCommand {
     },
     /// Accept a changed tool definition (all of the server's changed tools without TOOL).
     Approve {
-        /// The server's name (as in `mcpjail pin list`).
+        /// The server's pin key (as in `mcpjail pin list`), or its name when only one server
+        /// has it.
         name: String,
         /// Only this tool.
         tool: Option<String>,
@@ -42,7 +43,7 @@ pub fn run(cmd: PinCommand, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
     })?;
     match cmd {
         PinCommand::List { name, json } => {
-            let servers = match name {
+            let servers = match name.map(|n| resolve_name(&dir, &n)) {
                 Some(n) => {
                     if !dir.join(format!("{n}.json")).is_file() {
                         return Err(UserError::new(format!("no pins for server {n:?} in {}", dir.display()))
@@ -103,6 +104,7 @@ pub fn run(cmd: PinCommand, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         PinCommand::Approve { name, tool } => {
+            let name = resolve_name(&dir, &name);
             if !dir.join(format!("{name}.json")).is_file() {
                 return Err(UserError::new(format!(
                     "no pins for server {name:?} in {}",

@@ -98,10 +98,10 @@ pub fn run(args: ProxyArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     let result = runtime.block_on(async {
-        let shutdown = tokio_util::sync::CancellationToken::new();
-        spawn_signal_listener(shutdown.clone())?;
+        let (signal_tx, signals) = tokio::sync::mpsc::unbounded_channel();
+        spawn_signal_listener(signal_tx)?;
         let (client_in, client_out) = crate::proxy::stdio::client_stdio();
-        crate::proxy::run(config, client_in, client_out, shutdown)
+        crate::proxy::run(config, client_in, client_out, signals)
             .await
             .map_err(anyhow::Error::from)
     });
@@ -174,7 +174,8 @@ pub fn resolve_settings(
             );
         }
     }
-    crate::proxy::pinning::check_settings(&name, args.pin, home.as_deref()).map_err(|e| {
+    let pin_key = crate::proxy::pin_key(&name, &args.command, &cwd);
+    crate::proxy::pinning::check_settings(&pin_key, args.pin, home.as_deref()).map_err(|e| {
         super::UserError::new(format!("--pin block cannot work for `{name}`: {e}")).with_hint(
             "pick a plain --name (letters, digits, `-`, `_`, `.`), set XDG_STATE_HOME or HOME, \
              fix or remove the pin file, or run with --pin warn",
@@ -219,26 +220,34 @@ pub fn resolve_settings(
     })
 }
 
-/// SIGINT/SIGTERM cancel the session; the proxy then shuts the server down and reaps it.
-fn spawn_signal_listener(token: tokio_util::sync::CancellationToken) -> anyhow::Result<()> {
+/// SIGINT/SIGTERM are passed to the session, which passes each on to the server (as the
+/// client would have signalled the server directly).
+fn spawn_signal_listener(tx: tokio::sync::mpsc::UnboundedSender<i32>) -> anyhow::Result<()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
         let mut term = signal(SignalKind::terminate())?;
         let mut int = signal(SignalKind::interrupt())?;
         tokio::spawn(async move {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
+            loop {
+                let sig = tokio::select! {
+                    _ = term.recv() => libc::SIGTERM,
+                    _ = int.recv() => libc::SIGINT,
+                };
+                if tx.send(sig).is_err() {
+                    return;
+                }
             }
-            token.cancel();
         });
     }
     #[cfg(not(unix))]
     {
         tokio::spawn(async move {
-            let _ = tokio::signal::ctrl_c().await;
-            token.cancel();
+            while tokio::signal::ctrl_c().await.is_ok() {
+                if tx.send(2).is_err() {
+                    return;
+                }
+            }
         });
     }
     Ok(())

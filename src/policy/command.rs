@@ -231,6 +231,49 @@ impl ServerCommand {
         }
     }
 
+    /// Who this server is, for keying what is remembered about it (tool pins): for a package
+    /// runner, the runner and the package specs as given (`npx:@scope/pkg@1.2.3`; the version
+    /// is part of the spec when pinned) and the command it runs, without the server's own
+    /// arguments (a directory to serve does not change the tools); otherwise the whole
+    /// command, with the program and the script made absolute against `cwd` (two `index.js`
+    /// in two directories are two servers).
+    pub fn identity(&self, cwd: &Path) -> String {
+        if let (Some(runner), false) = (self.runner(), self.packages.is_empty()) {
+            let mut id = format!("{}:{}", runner.label(), self.packages.join(" "));
+            if let Some(c) = &self.package_command {
+                id.push(' ');
+                id.push_str(c);
+            }
+            return id;
+        }
+        let absolute = |a: &str| -> String {
+            let p = Path::new(a);
+            if p.is_absolute() {
+                return a.to_string();
+            }
+            let joined = cwd.join(p);
+            joined
+                .canonicalize()
+                .unwrap_or(joined)
+                .display()
+                .to_string()
+        };
+        let argv: Vec<String> = self
+            .argv
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let is_program_path = i == 0 && a.contains('/');
+                if is_program_path || Some(i) == self.script {
+                    absolute(a)
+                } else {
+                    a.clone()
+                }
+            })
+            .collect();
+        serde_json::Value::from(argv).to_string()
+    }
+
     /// `node [opts] script args` and the other interpreters.
     fn parse_interpreter(&mut self, launcher: Launcher, start: usize) {
         self.launcher = launcher.clone();
@@ -579,6 +622,27 @@ fn stem(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn identity_is_the_package_or_the_whole_command_made_absolute() {
+        let v = |s: &str| -> Vec<String> { s.split_whitespace().map(String::from).collect() };
+        let cwd = Path::new("/nonexistent/work");
+        let a = ServerCommand::parse(&v("npx -y @scope/pkg@1.2.3 /data")).identity(cwd);
+        let b = ServerCommand::parse(&v("npx -y @scope/pkg@1.2.3 /other")).identity(cwd);
+        assert_eq!(a, "npx:@scope/pkg@1.2.3");
+        assert_eq!(
+            a, b,
+            "the server's own arguments do not make another server"
+        );
+        assert_ne!(
+            a,
+            ServerCommand::parse(&v("npx -y @scope/pkg@1.2.4")).identity(cwd)
+        );
+        let x = ServerCommand::parse(&v("node index.js")).identity(cwd);
+        let y = ServerCommand::parse(&v("node index.js")).identity(Path::new("/nonexistent/b"));
+        assert_ne!(x, y, "two index.js in two directories");
+        assert!(x.contains("/nonexistent/work/index.js"), "{x}");
+    }
 
     fn parse(s: &str) -> ServerCommand {
         ServerCommand::parse(&s.split_whitespace().map(String::from).collect::<Vec<_>>())

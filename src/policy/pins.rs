@@ -4,8 +4,11 @@
 //! A tool's **pin** is the SHA-256 of a canonical JSON (keys sorted, no whitespace) of
 //! `{"name", "description", "inputSchema", "annotations"}` taken from its `tools/list` entry
 //! (other fields — `title`, `outputSchema`, `_meta`, `icons` — do not count, so cosmetic
-//! changes do not raise alarms). Pins live in `$XDG_STATE_HOME/mcpjail/pins/<server>.json`
-//! (default `~/.local/state/mcpjail/pins/`), written atomically (temp file + rename).
+//! changes do not raise alarms). Pins live in `$XDG_STATE_HOME/mcpjail/pins/<key>.json`
+//! (default `~/.local/state/mcpjail/pins/`), written atomically (temp file + rename); the key
+//! is the server's label plus a digest of its identity ([`PinKey`]), so two servers with one
+//! label (every `…/index.js`) never share pins. A file from before (`<label>.json`) is taken
+//! over by the first server with that label.
 //!
 //! Trust on first use: a tool never seen before is pinned the moment it is observed. A tool
 //! whose hash differs from its pin is **changed**: the new hash is kept as `pending` and the
@@ -98,8 +101,73 @@ pub struct PendingChange {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PinFile {
     pub version: u32,
+    /// The pin key (the file's name without `.json`; what `mcpjail pin` commands take).
     pub server: String,
+    /// The server's identity the pins belong to (see [`PinKey`]); absent in files written
+    /// before pins were keyed by identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
     pub tools: BTreeMap<String, Pin>,
+}
+
+/// Which pin file a server's pins live in. Two servers with the same label (every
+/// `…/index.js` is `index`) are different servers: the key is the label, for people, plus a
+/// digest of the server's identity (from [`crate::policy::ServerCommand::identity`]: the
+/// package and version a runner runs, else the whole command with its script made absolute).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinKey {
+    /// `<label>-<12 hex digits of SHA-256(identity)>`: the file name without `.json`.
+    pub key: String,
+    /// The label alone: the name of a pin file written before keys had the digest.
+    pub label: String,
+    pub identity: String,
+}
+
+impl PinKey {
+    pub fn new(label: &str, identity: &str) -> PinKey {
+        let label: String = label
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let label = if label.is_empty() || label == "." || label == ".." {
+            "server".to_string()
+        } else {
+            label
+        };
+        let digest = hex::encode(Sha256::digest(identity.as_bytes()));
+        PinKey {
+            key: format!("{label}-{}", &digest[..12]),
+            label,
+            identity: identity.to_string(),
+        }
+    }
+}
+
+/// The pin key a `mcpjail pin` command means by `name`: `name` itself when its file exists,
+/// else the one key `<name>-<digest>` (a label with one server), else `name` unchanged.
+pub fn resolve_name(dir: &Path, name: &str) -> String {
+    if dir.join(format!("{name}.json")).is_file() {
+        return name.to_string();
+    }
+    let keys = list_servers(dir).unwrap_or_default();
+    let matching: Vec<&String> = keys
+        .iter()
+        .filter(|k| {
+            k.strip_prefix(name)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|d| d.len() == 12 && d.bytes().all(|b| b.is_ascii_hexdigit()))
+        })
+        .collect();
+    match matching.as_slice() {
+        [one] => (*one).clone(),
+        _ => name.to_string(),
+    }
 }
 
 /// What a listing looks like against the pins.
@@ -220,6 +288,7 @@ impl PinStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => PinFile {
                 version: 1,
                 server: server.to_string(),
+                identity: None,
                 tools: BTreeMap::new(),
             },
             Err(e) => {
@@ -230,6 +299,58 @@ impl PinStore {
             }
         };
         Ok(PinStore { path, file })
+    }
+
+    /// Load the pins of the server `key` names from the default directory ([`pins_dir`]).
+    pub fn load_keyed(key: &PinKey, home: Option<&Path>) -> Result<PinStore, PinError> {
+        let dir = pins_dir(home).ok_or(PinError::NoStateDir)?;
+        PinStore::load_keyed_in(key, &dir)
+    }
+
+    /// Load `dir/<key>.json`. When it does not exist yet, a pin file written before keys had
+    /// the identity digest (`dir/<label>.json`, no `identity`) is taken over once: its pins
+    /// move to the new file and the old one is renamed `<label>.json.migrated`, so a second
+    /// server with the same label starts afresh instead of inheriting someone else's pins.
+    pub fn load_keyed_in(key: &PinKey, dir: &Path) -> Result<PinStore, PinError> {
+        let mut store = PinStore::load_in(&key.key, dir)?;
+        if store.path.is_file() {
+            if store.file.identity.is_none() {
+                store.file.identity = Some(key.identity.clone());
+            }
+            return Ok(store);
+        }
+        store.file.identity = Some(key.identity.clone());
+        if check_name(&key.label).is_err() {
+            return Ok(store);
+        }
+        let legacy = dir.join(format!("{}.json", key.label));
+        let Ok(text) = std::fs::read_to_string(&legacy) else {
+            return Ok(store);
+        };
+        let Ok(old) = serde_json::from_str::<PinFile>(&text) else {
+            // A damaged old file is left for the user; the new key starts afresh.
+            return Ok(store);
+        };
+        if old.identity.is_some() {
+            return Ok(store);
+        }
+        store.file.tools = old.tools;
+        store.save()?;
+        let moved = dir.join(format!("{}.json.migrated", key.label));
+        if let Err(e) = std::fs::rename(&legacy, &moved) {
+            tracing::warn!(
+                "pins of {} moved to {}, but the old file stays: {e}",
+                legacy.display(),
+                store.path.display()
+            );
+        } else {
+            tracing::info!(
+                "pins of {} moved to {} (pins are keyed by the server's identity now)",
+                legacy.display(),
+                store.path.display()
+            );
+        }
+        Ok(store)
     }
 
     pub fn path(&self) -> &Path {
@@ -443,6 +564,39 @@ pub fn list_servers(dir: &Path) -> Result<Vec<String>, PinError> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn servers_with_one_label_have_their_own_pins_and_an_old_file_is_taken_over_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = PinKey::new("index", r#"["node","/srv/a/index.js"]"#);
+        let b = PinKey::new("index", r#"["node","/srv/b/index.js"]"#);
+        assert_ne!(a.key, b.key);
+        assert!(a.key.starts_with("index-") && a.key.len() == "index-".len() + 12);
+        // A pin file from before identity keys.
+        let tool = json!({"name": "t", "description": "d"});
+        let mut old = PinStore::load_in("index", dir.path()).unwrap();
+        old.observe(std::slice::from_ref(&tool)).unwrap();
+        let first = PinStore::load_keyed_in(&a, dir.path()).unwrap();
+        assert!(first.file().tools.contains_key("t"), "not migrated");
+        assert_eq!(first.file().identity.as_deref(), Some(a.identity.as_str()));
+        assert!(!dir.path().join("index.json").exists());
+        assert!(dir.path().join("index.json.migrated").exists());
+        // The other server starts afresh instead of inheriting the first one's pins.
+        let second = PinStore::load_keyed_in(&b, dir.path()).unwrap();
+        assert!(second.file().tools.is_empty());
+        // A label with path characters stays a file name.
+        assert!(!PinKey::new("../x", "i").key.contains('/'));
+        assert_eq!(
+            resolve_name(dir.path(), "index"),
+            a.key,
+            "one server: its label"
+        );
+        second.save().unwrap();
+        // Two keys with the label: the label alone is ambiguous and stays as given.
+        assert_eq!(resolve_name(dir.path(), "index"), "index");
+        std::fs::remove_file(second.path()).unwrap();
+        assert_eq!(resolve_name(dir.path(), "index"), a.key);
+    }
 
     fn tool(name: &str, desc: &str) -> Value {
         json!({"name": name, "description": desc,

@@ -10,22 +10,56 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncWriteExt};
 use tokio::net::unix::pipe;
-use tokio::process::{ChildStdout, Command};
+use tokio::process::Command;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::framing::FramedReader;
 
-/// A running server.
+/// The server's stdout, as the router reads it.
+pub type ServerStdout = Box<dyn AsyncRead + Unpin + Send>;
+
+/// The server as a process: an OS child, or (in tests) a task in this process whose exit
+/// status the test decides.
 #[derive(Debug)]
+pub enum Process {
+    Os(tokio::process::Child),
+    #[cfg(test)]
+    Fake(tokio::sync::oneshot::Receiver<ExitStatus>),
+}
+
+impl Process {
+    /// Wait for the server to exit (cancel-safe).
+    pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        match self {
+            Process::Os(child) => child.wait().await,
+            #[cfg(test)]
+            Process::Fake(rx) => match rx.await {
+                Ok(status) => Ok(status),
+                Err(_) => std::future::pending().await,
+            },
+        }
+    }
+
+    /// SIGKILL, without waiting.
+    pub fn start_kill(&mut self) -> std::io::Result<()> {
+        match self {
+            Process::Os(child) => child.start_kill(),
+            #[cfg(test)]
+            Process::Fake(_) => Ok(()),
+        }
+    }
+}
+
+/// A running server.
 pub struct ServerChild {
-    pub process: tokio::process::Child,
+    pub process: Process,
     pub pid: u32,
     /// Messages to the server. Dropping it closes the server's stdin once queued writes are done.
     pub stdin: Option<mpsc::UnboundedSender<Bytes>>,
-    pub stdout: FramedReader<ChildStdout>,
+    pub stdout: FramedReader<ServerStdout>,
     pub stdout_eof: bool,
     pub status: Option<ExitStatus>,
     /// The jail this server runs in. Kept as long as the server: it owns the private TMPDIR,
@@ -34,10 +68,37 @@ pub struct ServerChild {
     /// The session the server leads (a jailed server is started in its own): everything it
     /// starts stays in it, and is signalled with it.
     session: Option<u32>,
-    /// The server's stderr, copied to ours.
-    stderr: Arc<StderrCopy>,
+    /// The server's stderr, copied to ours (none for a fake server).
+    stderr: Option<Arc<StderrCopy>>,
     /// The task that copies it as it arrives (ends at the pipe's EOF).
     stderr_task: Option<JoinHandle<()>>,
+    /// A fake server's signals, for the test to see.
+    #[cfg(test)]
+    signals: Option<mpsc::UnboundedSender<i32>>,
+}
+
+impl std::fmt::Debug for ServerChild {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerChild")
+            .field("pid", &self.pid)
+            .field("status", &self.status)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The other ends of a [`ServerChild::fake`].
+#[cfg(test)]
+pub struct FakeServer {
+    pub stdin: mpsc::UnboundedReceiver<Bytes>,
+    /// Dropping it is the server closing its stdout.
+    pub stdout: Option<tokio::io::DuplexStream>,
+    pub exit: Option<tokio::sync::oneshot::Sender<ExitStatus>>,
+    pub signals: mpsc::UnboundedReceiver<i32>,
+}
+
+/// Server lines past 256 KiB may be streamed through (see the router).
+fn server_reader(stdout: ServerStdout, max_line: usize) -> FramedReader<ServerStdout> {
+    FramedReader::new(stdout, max_line).with_stream_threshold(256 * 1024)
 }
 
 impl ServerChild {
@@ -85,39 +146,77 @@ impl ServerChild {
             // Dropping `stdin` here is what closes the server's input.
         });
         Ok(ServerChild {
-            process,
+            process: Process::Os(process),
             pid,
             stdin: Some(tx),
-            // Server lines past 256 KiB may be streamed through (see the router).
-            stdout: FramedReader::new(stdout, max_line).with_stream_threshold(256 * 1024),
+            stdout: server_reader(Box::new(stdout), max_line),
             stdout_eof: false,
             status: None,
             jail: None,
             session,
-            stderr,
+            stderr: Some(stderr),
             stderr_task: Some(stderr_task),
+            #[cfg(test)]
+            signals: None,
         })
+    }
+
+    /// A server that is a task of the test: what the proxy sends it arrives on
+    /// [`FakeServer::stdin`], what the test writes to [`FakeServer::stdout`] is its output, the
+    /// status sent on [`FakeServer::exit`] its exit, and signals show on
+    /// [`FakeServer::signals`].
+    #[cfg(test)]
+    pub fn fake(max_line: usize) -> (ServerChild, FakeServer) {
+        let (tx, stdin) = mpsc::unbounded_channel::<Bytes>();
+        let (ours, theirs) = tokio::io::duplex(64 * 1024);
+        let (exit, exit_rx) = tokio::sync::oneshot::channel();
+        let (sig_tx, signals) = mpsc::unbounded_channel();
+        let child = ServerChild {
+            process: Process::Fake(exit_rx),
+            pid: 0,
+            stdin: Some(tx),
+            stdout: server_reader(Box::new(ours), max_line),
+            stdout_eof: false,
+            status: None,
+            jail: None,
+            session: None,
+            stderr: None,
+            stderr_task: None,
+            signals: Some(sig_tx),
+        };
+        let fake = FakeServer {
+            stdin,
+            stdout: Some(theirs),
+            exit: Some(exit),
+            signals,
+        };
+        (child, fake)
     }
 
     /// Copy what the server has written to stderr so far, now. The router calls this before
     /// it forwards each server message, so a line the server wrote before its answer reaches
     /// our stderr before the answer reaches the client — the order an inherited stderr had.
     pub fn sync_stderr(&self) {
-        self.stderr.drain_now();
+        if let Some(stderr) = &self.stderr {
+            stderr.drain_now();
+        }
     }
 
     /// Once the server has exited: wait (at most `bound`) for the stderr copy to reach the end
     /// of the pipe, so the tail holds everything the server wrote, then return the tail. A
     /// descendant that keeps the pipe open past `bound` is not waited for: the copy stops here.
     pub async fn finish_stderr(&mut self, bound: Duration) -> String {
+        let Some(stderr) = &self.stderr else {
+            return String::new();
+        };
         if let Some(mut task) = self.stderr_task.take() {
             if tokio::time::timeout(bound, &mut task).await.is_err() {
                 task.abort();
-                self.stderr.drain_now();
+                stderr.drain_now();
             }
         }
-        self.stderr.flush_partial();
-        self.stderr.tail.text()
+        stderr.flush_partial();
+        stderr.tail.text()
     }
 
     /// Queue one message for the server (dropped silently if its stdin is already closed: the
@@ -135,16 +234,31 @@ impl ServerChild {
     /// SIGTERM, politely, to the server and everything in its session (the next step is
     /// SIGKILL via `start_kill`; what is left of the session gets SIGKILL when this drops).
     pub fn terminate(&self) {
+        self.signal(libc::SIGTERM);
+    }
+
+    /// SIGKILL to the server and everything in its session.
+    pub fn kill(&mut self) {
+        self.signal(libc::SIGKILL);
+        let _ = self.process.start_kill();
+    }
+
+    /// Send `sig` to the server and everything in its session.
+    pub fn signal(&self, sig: i32) {
+        #[cfg(test)]
+        if let Some(tx) = &self.signals {
+            let _ = tx.send(sig);
+        }
         if let Some(sid) = self.session {
-            crate::sandbox::signal_session(sid, libc::SIGTERM);
+            crate::sandbox::signal_session(sid, sig);
         }
         #[cfg(unix)]
         if self.status.is_none() && self.pid > 0 {
-            if let Ok(pid) = i32::try_from(self.pid) {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGTERM,
-                );
+            if let (Ok(pid), Ok(sig)) = (
+                i32::try_from(self.pid),
+                nix::sys::signal::Signal::try_from(sig),
+            ) {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
             }
         }
     }

@@ -20,7 +20,9 @@
 //! * `router` — the connection: both directions, learning, holding, lifecycle; a server that
 //!   dies before answering gets every pending request answered with why (what the jail likely
 //!   refused and the flag for it), and a tool result that reports a permission error on a path
-//!   outside the jail gets the fix appended — the only results it re-serialises.
+//!   outside the jail gets the fix appended — the only results it re-serialises. The session
+//!   ends as it would directly: a closed stdin closes the server's, a signal is passed on, and
+//!   the proxy exits with the server's status (no timers of its own).
 
 pub mod audit;
 pub mod check;
@@ -74,7 +76,8 @@ pub struct ProxyConfig {
     pub color: bool,
     /// `--log-file`: JSON lines appended.
     pub log_file: Option<PathBuf>,
-    /// How long to wait at each shutdown step (stdin closed → SIGTERM → SIGKILL).
+    /// How long a server replaced by a respawn may take to exit after SIGTERM before SIGKILL.
+    /// (The session's own end has no timer: it mirrors the client.)
     pub grace: Duration,
     /// `--pin`: what to do when a tool changes after it was pinned.
     pub pin: crate::policy::pins::PinMode,
@@ -100,6 +103,17 @@ pub enum ProxyError {
 /// `python server.py`, the binary's name otherwise (see [`crate::policy::ServerCommand`]).
 pub fn default_name(command: &[String]) -> String {
     crate::policy::ServerCommand::parse(command).default_name()
+}
+
+/// The key of a server's tool pins: its label and its identity (see
+/// [`crate::policy::pins::PinKey`]).
+pub fn pin_key(
+    name: &str,
+    command: &[String],
+    cwd: &std::path::Path,
+) -> crate::policy::pins::PinKey {
+    let identity = crate::policy::ServerCommand::parse(command).identity(cwd);
+    crate::policy::pins::PinKey::new(name, &identity)
 }
 
 #[cfg(test)]

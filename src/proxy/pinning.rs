@@ -24,13 +24,15 @@ use serde_json::{json, Value};
 
 use super::audit::CallLog;
 use super::check::Refusal;
-use crate::policy::pins::{PinError, PinMode, PinStore};
+use crate::policy::pins::{resolve_name, PinError, PinKey, PinMode, PinStore};
 use crate::policy::Access;
 
 /// The proxy's pinning state for one session.
 #[derive(Debug)]
 pub struct Pinning {
     mode: PinMode,
+    /// The pin file's key (also the name `mcpjail pin` commands take).
+    key: PinKey,
     server: String,
     home: Option<PathBuf>,
     /// Tools whose latest listed definition differs from the pin (pending approval).
@@ -51,18 +53,19 @@ pub struct Pinning {
 /// for blocking gets an error before the server starts, not a session without protection. In
 /// the default warn mode the same problems are reported once during the session instead, so a
 /// damaged pin file never keeps a server from starting.
-pub fn check_settings(server: &str, mode: PinMode, home: Option<&Path>) -> Result<(), PinError> {
+pub fn check_settings(key: &PinKey, mode: PinMode, home: Option<&Path>) -> Result<(), PinError> {
     if mode != PinMode::Block {
         return Ok(());
     }
-    PinStore::load_for_server(server, home).map(|_| ())
+    PinStore::load_keyed(key, home).map(|_| ())
 }
 
 impl Pinning {
-    pub fn new(mode: PinMode, server: &str, home: Option<PathBuf>) -> Pinning {
+    pub fn new(mode: PinMode, key: PinKey, home: Option<PathBuf>) -> Pinning {
         Pinning {
             mode,
-            server: server.to_string(),
+            server: key.label.clone(),
+            key,
             home,
             unapproved: HashSet::new(),
             reported_changed: HashMap::new(),
@@ -86,7 +89,7 @@ impl Pinning {
         if self.mode == PinMode::Off {
             return;
         }
-        let mut store = match PinStore::load_for_server(&self.server, self.home.as_deref()) {
+        let mut store = match PinStore::load_keyed(&self.key, self.home.as_deref()) {
             Ok(store) => store,
             Err(err) => {
                 self.store_failure(&err);
@@ -98,6 +101,7 @@ impl Pinning {
         if let Err(err) = store.observe(tools) {
             self.store_failure(&err);
         }
+        self.refresh_name(&store);
         for tool in tools {
             let Some(name) = tool.get("name").and_then(Value::as_str) else {
                 continue;
@@ -194,6 +198,18 @@ impl Pinning {
             removed.len()
         ));
         log.event("pin", json!({"change": "removed", "tools": removed}));
+    }
+
+    /// The name messages give `mcpjail pin`: the label while it names this server's pins
+    /// alone, else the full key.
+    fn refresh_name(&mut self, store: &PinStore) {
+        if let Some(dir) = store.path().parent() {
+            self.server = if resolve_name(dir, &self.key.label) == self.key.key {
+                self.key.label.clone()
+            } else {
+                self.key.key.clone()
+            };
+        }
     }
 
     fn store_failure(&mut self, err: &PinError) {
@@ -306,7 +322,7 @@ mod tests {
 
     #[test]
     fn hiding_rewrites_only_when_needed() {
-        let mut p = Pinning::new(PinMode::Block, "srv", None);
+        let mut p = Pinning::new(PinMode::Block, PinKey::new("srv", "srv"), None);
         let line = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a"},{"name":"b"}],"nextCursor":"x"}}"#;
         assert!(p.hide_unapproved(line).is_none());
         p.unapproved.insert("b".into());
@@ -317,7 +333,7 @@ mod tests {
         );
         assert!(p.refusal("b").is_some());
         assert!(p.refusal("a").is_none());
-        let mut warn = Pinning::new(PinMode::Warn, "srv", None);
+        let mut warn = Pinning::new(PinMode::Warn, PinKey::new("srv", "srv"), None);
         warn.unapproved.insert("b".into());
         assert!(warn.hide_unapproved(line).is_none());
         assert!(warn.refusal("b").is_none());

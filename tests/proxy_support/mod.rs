@@ -198,6 +198,18 @@ impl Session {
         )
     }
 
+    /// Every line still to come on stdout, parsed, until it closes.
+    pub fn rest(&mut self) -> Vec<Value> {
+        let mut all = Vec::new();
+        while let Ok(line) = self.stdout.recv_timeout(LINE_TIMEOUT) {
+            all.push(
+                serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("bad JSON from proxy: {e}: {line}")),
+            );
+        }
+        all
+    }
+
     /// Wait until a stderr line contains `needle`.
     pub fn wait_stderr(&mut self, needle: &str) -> String {
         loop {

@@ -1,0 +1,256 @@
+//! The tool catalogue: the schemas learned from `tools/list` (the client's own and the
+//! proxy's fetch), and where the proxy's own fetch stands ([`Fetch`]). A `tools/call` of a
+//! tool the catalogue does not know waits while a fetch may still tell its schema.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use super::super::child::ServerChild;
+use super::super::integrity::{self, Side};
+use super::{Own, Router};
+use crate::policy::ToolInfo;
+
+/// How long a `tools/call` may wait for the proxy's own `tools/list` before it is judged with
+/// value heuristics alone.
+pub(super) const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where the proxy's own `tools/list` fetch stands.
+#[derive(Debug)]
+pub(super) enum Fetch {
+    /// No list has been seen or asked for: calls of unknown tools wait for one.
+    Unknown,
+    /// A fetch is under way: calls of unknown tools wait (no longer than [`FETCH_TIMEOUT`]).
+    InFlight(InFlight),
+    /// A list is known and no fetch is under way.
+    Known,
+    /// The fetch was refused or timed out: calls are judged by their values, not held.
+    Failed,
+}
+
+/// A fetch under way.
+#[derive(Debug)]
+pub(super) struct InFlight {
+    /// The first page of the first fetch: a server that keeps changing its list cannot hold
+    /// calls past [`FETCH_TIMEOUT`] from here.
+    since: Instant,
+    /// Pages of the current pass (at most [`integrity::MAX_FETCH_PAGES`]).
+    pages: usize,
+    /// `tools/list_changed` arrived meanwhile: one more pass after this one (however many
+    /// arrived — a storm costs two passes, not one per notification).
+    again: bool,
+    /// How many notifications this fetch absorbed (for one loud log line).
+    coalesced: u64,
+}
+
+/// The tools the proxy knows the schemas of, and its fetch.
+pub(super) struct Catalogue {
+    pub tools: HashMap<String, ToolInfo>,
+    pub fetch: Fetch,
+}
+
+impl Catalogue {
+    pub fn new() -> Catalogue {
+        Catalogue {
+            tools: HashMap::new(),
+            fetch: Fetch::Unknown,
+        }
+    }
+
+    /// Must a call of a tool (`known`: its schema is in the catalogue; `pins`: pins judge
+    /// calls only after a listing) wait for the fetch?
+    pub fn call_waits(&self, known: bool, pins: bool) -> bool {
+        (!known || pins) && matches!(self.fetch, Fetch::Unknown | Fetch::InFlight(_))
+    }
+
+    pub fn in_flight(&self) -> bool {
+        matches!(self.fetch, Fetch::InFlight(_))
+    }
+
+    /// When waiting calls stop waiting for the fetch.
+    pub fn deadline(&self) -> Option<Instant> {
+        match &self.fetch {
+            Fetch::InFlight(f) => Some(f.since + FETCH_TIMEOUT),
+            _ => None,
+        }
+    }
+}
+
+impl Router {
+    /// Ask the server for its tools with a proxy-owned id (answered to the proxy only),
+    /// unless a fetch is already in flight: there is never more than one.
+    pub(super) fn start_fetch(&mut self, child: &mut ServerChild) {
+        if self.catalogue.in_flight() {
+            return;
+        }
+        self.fetch_page(None, child);
+    }
+
+    fn fetch_page(&mut self, cursor: Option<Value>, child: &mut ServerChild) {
+        if cursor.is_none() {
+            self.pinning.begin_own_listing();
+            if let Fetch::InFlight(f) = &mut self.catalogue.fetch {
+                f.pages = 0;
+            } else {
+                // A page of a fetch that timed out may still come: it is answered to no one
+                // now, so it is dropped quietly (as a cancelled request's is).
+                let late: Vec<String> = self
+                    .own_to_server
+                    .iter()
+                    .filter(|(_, o)| **o == Own::ToolsList)
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for key in late {
+                    self.own_to_server.remove(&key);
+                    self.remember_cancelled(key);
+                }
+                self.catalogue.fetch = Fetch::InFlight(InFlight {
+                    since: Instant::now(),
+                    pages: 0,
+                    again: false,
+                    coalesced: 0,
+                });
+            }
+        }
+        if let Fetch::InFlight(f) = &mut self.catalogue.fetch {
+            f.pages += 1;
+        }
+        let id = integrity::own_id();
+        let mut params = serde_json::Map::new();
+        if let Some(cursor) = cursor {
+            params.insert("cursor".into(), cursor);
+        }
+        if !self.saw_initialize {
+            if let Some(meta) = &self.client_meta {
+                params.insert("_meta".into(), meta.clone());
+            }
+        }
+        let req = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params});
+        let mut line = req.to_string().into_bytes();
+        line.push(b'\n');
+        self.own_to_server
+            .insert(Value::String(id).to_string(), Own::ToolsList);
+        child.send(Bytes::from(line));
+    }
+
+    /// The fetch took too long: waiting calls are judged by their values.
+    pub(super) fn fetch_timed_out(&mut self, child: &mut ServerChild) {
+        tracing::warn!(
+            "the server did not answer the proxy's tools/list in time; judging calls by their values"
+        );
+        self.catalogue.fetch = Fetch::Failed;
+        self.release_held(child);
+    }
+
+    /// Learn one `tools/list` page (`own`: the proxy's fetch, else the client's request).
+    pub(super) fn learn_tools(&mut self, result: &str, own: bool) -> Option<Value> {
+        let result: Value = serde_json::from_str(result).ok()?;
+        let next = result.get("nextCursor").filter(|c| !c.is_null()).cloned();
+        if let Some(tools) = result.get("tools").and_then(Value::as_array) {
+            self.pinning
+                .observe_page(tools, own, next.is_none(), &self.log);
+            let tools_map = &mut self.catalogue.tools;
+            for tool in tools {
+                if let Some(name) = tool.get("name").and_then(Value::as_str) {
+                    if tools_map.len() >= integrity::MAX_TOOLS && !tools_map.contains_key(name) {
+                        self.violations.report(
+                            &self.log,
+                            Side::Server,
+                            &format!(
+                                "more than {} tools listed; `{}` and later new tools are \
+                                 judged by their values only",
+                                integrity::MAX_TOOLS,
+                                integrity::shown_id(name)
+                            ),
+                        );
+                        continue;
+                    }
+                }
+                if let Some(mut info) = ToolInfo::from_tool(tool) {
+                    // A policy file's read-only marking holds whatever the server says.
+                    if self.config.read_only_tools.contains(&info.name) {
+                        info.read_only = true;
+                    }
+                    tools_map.insert(info.name.clone(), info);
+                } else if let Some(name) = tool.get("name").and_then(Value::as_str) {
+                    // A tool we cannot read the schema of is judged by value heuristics.
+                    tools_map.remove(name);
+                }
+            }
+            if matches!(self.catalogue.fetch, Fetch::Unknown) {
+                self.catalogue.fetch = Fetch::Known;
+            }
+        }
+        next
+    }
+
+    /// `notifications/tools/list_changed`: fetch the list again — or, with a fetch in flight,
+    /// once more after it, however many notifications arrive meanwhile.
+    pub(super) fn on_tools_changed(&mut self, child: &mut ServerChild) {
+        if let Fetch::InFlight(f) = &mut self.catalogue.fetch {
+            f.again = true;
+            f.coalesced += 1;
+            return;
+        }
+        self.fetch_page(None, child);
+    }
+
+    /// A page of our own tools/list (`None`: the server refused it).
+    pub(super) fn on_own_tools_page(&mut self, result: Option<&str>, child: &mut ServerChild) {
+        let next = match result {
+            Some(result) => self.learn_tools(result, true),
+            None => None,
+        };
+        let Fetch::InFlight(f) = &mut self.catalogue.fetch else {
+            // The late page of a fetch that timed out: learnt from, nothing more.
+            return;
+        };
+        if std::mem::take(&mut f.again) {
+            // The list changed while this pass was in flight: start over, once. Calls keep
+            // waiting, but no longer than FETCH_TIMEOUT from the first pass.
+            let coalesced = std::mem::take(&mut f.coalesced);
+            if coalesced >= 1000 {
+                self.violations.report(
+                    &self.log,
+                    Side::Server,
+                    &format!(
+                        "{coalesced} tools/list_changed notifications during one tools/list \
+                         fetch (coalesced into one more fetch)"
+                    ),
+                );
+            }
+            self.fetch_page(None, child);
+            return;
+        }
+        let pages = f.pages;
+        if result.is_none() {
+            tracing::warn!(
+                "the server refused the proxy's tools/list; judging calls by their values"
+            );
+            self.catalogue.fetch = Fetch::Failed;
+            self.release_held(child);
+            return;
+        }
+        match next {
+            Some(_) if pages >= integrity::MAX_FETCH_PAGES => {
+                self.violations.report(
+                    &self.log,
+                    Side::Server,
+                    &format!(
+                        "its tool list goes on past {} pages: the rest is not fetched",
+                        integrity::MAX_FETCH_PAGES
+                    ),
+                );
+                self.catalogue.fetch = Fetch::Known;
+                self.release_held(child);
+            }
+            Some(cursor) => self.fetch_page(Some(cursor), child),
+            None => {
+                self.catalogue.fetch = Fetch::Known;
+                self.release_held(child);
+            }
+        }
+    }
+}

@@ -1,0 +1,518 @@
+//! Client → server: every line is parsed as an envelope; `tools/call` and `resources/read`
+//! are judged before they are forwarded (see [`super::call`] for their one parse); anything
+//! that cannot be parsed or judged is answered with an error and never forwarded. Frames that
+//! must wait (for the tool list, or for a respawned server) are held in order.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use super::super::audit::CallRecord;
+use super::super::check::{self, Refusal, Verdict};
+use super::super::child::ServerChild;
+use super::super::framing::Frame;
+use super::super::integrity::{self, Side};
+use super::super::message::{self, code, Envelope, Malformed};
+use super::super::DenyMode;
+use super::call::{self, Checked, Unjudgeable};
+use super::outbox::terminated;
+use super::records::{self, Outcome};
+use super::server::cancelled_request;
+use super::{Kind, Pending, Router};
+
+impl Router {
+    /// Keep a client frame for later, in order; a full queue refuses it (fail closed).
+    pub(super) fn hold(&mut self, line: Bytes) {
+        if self.held.len() >= integrity::MAX_HELD
+            || self.held_bytes + line.len() > integrity::MAX_HELD_BYTES
+        {
+            let msg = format!(
+                "mcpjail is holding {} messages ({} bytes) while it learns the server's tools \
+                 or restarts it, its limit; this one was refused: retry it later",
+                self.held.len(),
+                self.held_bytes
+            );
+            match message::parse_envelope(Frame::content(&line)) {
+                Ok(env) if env.method.is_some() && env.id.is_some() => {
+                    tracing::warn!("{msg}");
+                    self.reply(message::error_line(
+                        env.id.map(|id| id.get()),
+                        code::INTERNAL_ERROR,
+                        &msg,
+                        None,
+                    ));
+                }
+                _ => tracing::error!("{msg} (a notification or response: dropped)"),
+            }
+            return;
+        }
+        self.held_bytes += line.len();
+        self.held.push_back(line);
+    }
+
+    /// Take the held request with id key `key` out of the queue; `false` if none is held.
+    fn drop_held_request(&mut self, key: &str) -> bool {
+        let found = self.held.iter().position(|line| {
+            message::parse_envelope(Frame::content(line)).is_ok_and(|env| {
+                env.method.is_some() && env.id.is_some_and(|id| message::id_key(id) == key)
+            })
+        });
+        let Some(i) = found else {
+            return false;
+        };
+        if let Some(line) = self.held.remove(i) {
+            self.held_bytes -= line.len();
+        }
+        tracing::debug!("the client cancelled a request the proxy held: dropped");
+        true
+    }
+
+    pub(super) fn take_held(&mut self) -> Vec<Bytes> {
+        self.held_bytes = 0;
+        self.held.drain(..).collect()
+    }
+
+    pub(super) fn on_client_frame(&mut self, frame: Frame, child: &mut ServerChild) {
+        let line = match frame {
+            Frame::TooLong { len } => {
+                tracing::warn!(len, "client message over --max-line-bytes refused");
+                self.reply(message::error_line(
+                    None,
+                    code::INVALID_REQUEST,
+                    &format!(
+                        "message of {len} bytes is over the proxy's limit of {} bytes (--max-line-bytes)",
+                        self.config.max_line_bytes
+                    ),
+                    None,
+                ));
+                return;
+            }
+            Frame::Line(line) => line,
+            // The client reader has no streaming threshold: every client message is judged
+            // whole, so these never occur.
+            Frame::LongLine | Frame::Chunk(_) | Frame::ChunkEnd(_) => return,
+        };
+        if self.paused || !self.held.is_empty() {
+            // Keep the client's order: nothing overtakes a held request, and nothing reaches a
+            // server that is still being re-initialised after a respawn. Responses are not
+            // held (what the requests wait for may be one of them: the roots); a cancellation
+            // of a held request takes it out of the queue (the server never saw it).
+            match message::parse_envelope(Frame::content(&line)) {
+                Ok(env) if env.method.is_none() && env.id.is_some() => {}
+                Ok(env) if env.method.as_deref() == Some("notifications/cancelled") => {
+                    let key = cancelled_request(env.params);
+                    if !key.is_some_and(|key| self.drop_held_request(&key)) {
+                        self.hold(line);
+                    }
+                    return;
+                }
+                _ => {
+                    self.hold(line);
+                    return;
+                }
+            }
+        }
+        let content = Frame::content(&line);
+        let env = match message::parse_envelope(content) {
+            Ok(env) => env,
+            Err(bad) => {
+                // Fail closed, but answer the request's own id when it can be read.
+                self.refuse_malformed(&bad, message::recover_id(content).as_deref());
+                return;
+            }
+        };
+        let raw_id = env.id.map(|id| id.get().to_string());
+        let Some(method) = env.method.as_deref() else {
+            // A response to a server→client request (roots/list, sampling, elicitation).
+            if env.id.is_none() || (env.result.is_none() && env.error.is_none()) {
+                self.refuse_malformed(
+                    &Malformed::Invalid("a message without a method must be a response".into()),
+                    raw_id.as_deref(),
+                );
+                return;
+            }
+            let key = env.id.map(message::id_key).unwrap_or_default();
+            if self.roots.asked.as_deref() == Some(key.as_str()) {
+                // The answer to the proxy's own roots/list (which only the client was sent).
+                self.roots.asked = None;
+                let outcome = match (env.result, env.error) {
+                    (Some(r), _) => format!("\"result\":{}", r.get()),
+                    (None, Some(e)) => format!("\"error\":{}", e.get()),
+                    (None, None) => String::new(),
+                };
+                if !outcome.is_empty() {
+                    self.answer_parked_roots(&outcome, child);
+                }
+                self.on_roots_answer(env.result.map(|r| r.get()), child);
+                // The server may still ask (its question crossed ours on the way): the client
+                // answered once, that answer is its answer.
+                self.roots.answer_next_ask = self.roots.last_result.is_some();
+                return;
+            }
+            match self.server_requests.remove(&key) {
+                Some(is_roots) => {
+                    child.send(terminated(line.clone()));
+                    if is_roots {
+                        self.on_roots_answer(env.result.map(|r| r.get()), child);
+                    }
+                }
+                None if self.stale_server_requests.remove(&key) => {
+                    tracing::debug!("the client answered a request of a replaced server: dropped");
+                }
+                None => {
+                    let id = integrity::shown_id(raw_id.as_deref().unwrap_or("null"));
+                    self.violations.report(
+                        &self.log,
+                        Side::Client,
+                        &format!("a response to id {id}, which no server request is waiting for: dropped"),
+                    );
+                }
+            }
+            return;
+        };
+        let method = method.to_string();
+        if let Some(id) = env.id {
+            // A response from the server is matched by id alone: an id that is already in
+            // flight (ours or the client's), or too long to keep, cannot be told apart.
+            let refused = if id.get().len() > integrity::MAX_ID_BYTES {
+                Some(format!(
+                    "a request id of {} bytes is over the proxy's limit of {} bytes",
+                    id.get().len(),
+                    integrity::MAX_ID_BYTES
+                ))
+            } else {
+                let key = message::id_key(id);
+                if self.own_to_server.contains_key(&key) {
+                    Some(format!(
+                        "request id {} is in use by the proxy; use another id",
+                        id.get()
+                    ))
+                } else if self.pending.contains_key(&key) {
+                    Some(format!(
+                        "request id {} is still in flight; use another id",
+                        id.get()
+                    ))
+                } else {
+                    None
+                }
+            };
+            if let Some(why) = refused {
+                self.refuse_malformed(&Malformed::Invalid(why), raw_id.as_deref());
+                return;
+            }
+            if self.pending.len() >= integrity::MAX_PENDING {
+                let msg = format!(
+                    "mcpjail has {} requests in flight at the server, its limit; this one was \
+                     refused: retry it once earlier ones are answered",
+                    self.pending.len()
+                );
+                tracing::warn!("{msg}");
+                self.reply(message::error_line(
+                    raw_id.as_deref(),
+                    code::INTERNAL_ERROR,
+                    &msg,
+                    None,
+                ));
+                return;
+            }
+        }
+        let kind = match method.as_str() {
+            "initialize" => Kind::Initialize,
+            "server/discover" => Kind::Discover,
+            "tools/list" => Kind::ToolsList,
+            "tools/call" => Kind::ToolsCall,
+            "resources/read" => Kind::ResourcesRead,
+            _ => Kind::Other,
+        };
+        if env.id.is_some() && self.waits_for_roots(kind, &method) {
+            // Narrow to the client's roots before the server has state (see `roots`).
+            self.hold(line);
+            return;
+        }
+        let checked = matches!(kind, Kind::ToolsCall | Kind::ResourcesRead);
+        // (A checked request's `_meta` is taken from its one parse, in `on_checked_request`.)
+        if !self.saw_initialize && !checked {
+            if let Some(meta) = env
+                .params
+                .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                .and_then(|p| p.get("_meta").cloned())
+            {
+                self.client_meta = Some(meta);
+            }
+        }
+        match kind {
+            Kind::ToolsCall | Kind::ResourcesRead => {
+                self.on_checked_request(line.clone(), &env, kind, child);
+            }
+            _ => {
+                if kind == Kind::Initialize {
+                    self.saw_initialize = true;
+                    let params: Option<Value> =
+                        env.params.and_then(|p| serde_json::from_str(p.get()).ok());
+                    self.roots.client_has_roots = params
+                        .as_ref()
+                        .and_then(|p| p.pointer("/capabilities/roots"))
+                        .is_some_and(|r| !r.is_null());
+                    self.init_params = params;
+                }
+                child.send(terminated(line.clone()));
+                if let Some(id) = env.id {
+                    self.pending.insert(
+                        message::id_key(id),
+                        Pending {
+                            raw_id: id.get().to_string(),
+                            kind,
+                            started: Instant::now(),
+                            record: None,
+                            replay: is_listing(&method).then(|| line.clone()),
+                        },
+                    );
+                }
+                if method == "notifications/initialized" {
+                    self.start_fetch(child);
+                }
+                if method == "notifications/roots/list_changed" {
+                    self.on_roots_changed();
+                }
+                if method == "notifications/cancelled" {
+                    if let Some(key) = cancelled_request(env.params) {
+                        self.on_client_cancelled(key);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The client cancelled a request: the server may never answer it, so it no longer
+    /// counts against the in-flight limit.
+    pub(super) fn on_client_cancelled(&mut self, key: String) {
+        let Some(p) = self.pending.remove(&key) else {
+            return;
+        };
+        records::close(
+            &mut self.log,
+            p.record,
+            p.started,
+            Outcome::Cancelled,
+            None,
+            None,
+        );
+        self.remember_cancelled(key);
+    }
+
+    /// A request no one waits for an answer to any more (at most [`integrity::MAX_PENDING`],
+    /// oldest forgotten first): a late answer is dropped quietly, not reported as forged.
+    pub(super) fn remember_cancelled(&mut self, key: String) {
+        if self.cancelled.len() >= integrity::MAX_PENDING {
+            self.cancelled.pop_front();
+        }
+        self.cancelled.push_back(key);
+    }
+
+    pub(super) fn refuse_malformed(&self, bad: &Malformed, id: Option<&str>) {
+        tracing::warn!("refused a client message: {}", bad.message());
+        self.reply(message::error_line(id, bad.code(), bad.message(), None));
+    }
+
+    pub(super) fn on_checked_request(
+        &mut self,
+        line: Bytes,
+        env: &Envelope<'_>,
+        kind: Kind,
+        child: &mut ServerChild,
+    ) {
+        let raw_id = env.id.map(|id| id.get().to_string());
+        let started = Instant::now();
+        let request = match call::parse(kind, env.params.map(|p| p.get()).unwrap_or("{}")) {
+            Ok(mut request) => {
+                if !self.saw_initialize {
+                    if let Some(meta) = request.meta.take() {
+                        self.client_meta = Some(meta);
+                    }
+                }
+                request
+            }
+            Err(Unjudgeable::Params(msg)) => {
+                self.answer_invalid_params(raw_id.as_deref(), &msg, kind, started);
+                return;
+            }
+            Err(Unjudgeable::Malformed(msg)) => {
+                self.refuse_malformed(&Malformed::Invalid(msg), raw_id.as_deref());
+                return;
+            }
+        };
+        let (verdict, tool, arguments) = match request.what {
+            Checked::Tool { name, arguments } => {
+                let known = self.catalogue.tools.get(&name);
+                if self
+                    .catalogue
+                    .call_waits(known.is_some(), self.pinning.judges_calls_after_listing())
+                {
+                    // Judge it with the schema, not guesses: wait for the tool list.
+                    self.hold(line);
+                    self.start_fetch(child);
+                    return;
+                }
+                let forced = self.config.read_only_tools.contains(&name);
+                let verdict = match self.pinning.refusal(&name) {
+                    Some(refusal) => Verdict {
+                        paths: Vec::new(),
+                        refusal: Some(refusal),
+                    },
+                    None => check::check_tool_call(
+                        &self.scope,
+                        &self.ctx,
+                        known,
+                        forced,
+                        self.kernel_stops_writes,
+                        &arguments,
+                    ),
+                };
+                (verdict, Some(name), arguments)
+            }
+            Checked::FileRead { uri } => (
+                check::check_resource_read(&self.scope, &self.ctx, &uri),
+                None,
+                json!({ "uri": uri }),
+            ),
+            Checked::OtherResource => {
+                // Not a file: the proxy has nothing to check; the server answers.
+                self.forward_request(line, env, kind, started, None, child);
+                return;
+            }
+        };
+        let record = records::open(
+            &self.log,
+            raw_id.as_deref(),
+            kind,
+            tool,
+            Some(&verdict),
+            Some(arguments),
+            None,
+        );
+        match verdict.refusal {
+            None => self.forward_request(line, env, kind, started, record, child),
+            Some(refusal) => self.answer_denial(
+                raw_id.as_deref(),
+                &refusal,
+                kind,
+                started,
+                record,
+                request.stateless,
+            ),
+        }
+    }
+
+    pub(super) fn forward_request(
+        &mut self,
+        line: Bytes,
+        env: &Envelope<'_>,
+        kind: Kind,
+        started: Instant,
+        record: Option<CallRecord>,
+        child: &mut ServerChild,
+    ) {
+        child.send(terminated(line));
+        if let Some(id) = env.id {
+            self.pending.insert(
+                message::id_key(id),
+                Pending {
+                    raw_id: id.get().to_string(),
+                    kind,
+                    started,
+                    record,
+                    replay: None,
+                },
+            );
+        }
+    }
+
+    pub(super) fn answer_denial(
+        &mut self,
+        raw_id: Option<&str>,
+        refusal: &Refusal,
+        kind: Kind,
+        started: Instant,
+        record: Option<CallRecord>,
+        stateless: bool,
+    ) {
+        tracing::info!("denied: {}", refusal.text());
+        let Some(id) = raw_id else {
+            // A notification cannot be answered; it is simply not forwarded.
+            return;
+        };
+        let line = if kind == Kind::ToolsCall && self.config.deny_as == DenyMode::Result {
+            message::result_line(
+                id,
+                super::super::era::own_result(refusal.as_tool_result(), stateless),
+            )
+        } else {
+            message::error_line(
+                Some(id),
+                code::INVALID_PARAMS,
+                &refusal.text(),
+                Some(json!({"mcpjail/denial": refusal.details()})),
+            )
+        };
+        records::close(
+            &mut self.log,
+            record,
+            started,
+            Outcome::Denied,
+            Some(line.len()),
+            None,
+        );
+        self.reply(line);
+    }
+
+    pub(super) fn answer_invalid_params(
+        &mut self,
+        raw_id: Option<&str>,
+        msg: &str,
+        kind: Kind,
+        started: Instant,
+    ) {
+        let refusal = check::unjudgeable(msg);
+        let line = message::error_line(
+            raw_id,
+            code::INVALID_PARAMS,
+            &refusal.text(),
+            Some(json!({"mcpjail/denial": refusal.details()})),
+        );
+        let record = records::open(
+            &self.log,
+            raw_id,
+            kind,
+            None,
+            None,
+            None,
+            Some(msg.to_string()),
+        );
+        records::close(
+            &mut self.log,
+            record,
+            started,
+            Outcome::Denied,
+            Some(line.len()),
+            None,
+        );
+        tracing::warn!("refused a call: {msg}");
+        self.reply(line);
+    }
+
+    /// Re-run held client frames now that the tool list is known (or will not be).
+    pub(super) fn release_held(&mut self, child: &mut ServerChild) {
+        let held = self.take_held();
+        // Each frame is judged again; one that still has to wait goes back into the queue, and
+        // everything after it queues behind it, so the client's order is kept.
+        for line in held {
+            self.on_client_frame(Frame::Line(line), child);
+        }
+    }
+}
+
+/// A request that gives a server no state and has no side effects: a listing or a ping.
+pub(super) fn is_listing(method: &str) -> bool {
+    method == "ping" || method.ends_with("/list")
+}

@@ -1,0 +1,173 @@
+//! The connection: both directions of one session, decided message by message — what to
+//! forward, what to answer itself and what to learn. One owner ([`Router`]) holds all routing
+//! state; each job has its own module:
+//!
+//! * [`session`] — the loop over both sides, and how the session ends;
+//! * [`outbox`] — the queue to the client and backpressure;
+//! * [`client`] — client → server: validation, judging checked requests (parsed once, in
+//!   [`call`]), holding frames that must wait;
+//! * [`records`] — audit records, opened and closed in one place each;
+//! * [`catalogue`] — the tool schemas and the proxy's own `tools/list` fetch;
+//! * [`roots`] — the client's roots, the narrower scope and respawn;
+//! * [`server`] — server → client: matching answers, learning, streaming long answers;
+//! * [`failure`] — a server that dies: every request it owes is answered with why.
+//!
+//! Every table and queue here has a limit (see [`super::integrity`]).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::time::Instant;
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use super::audit::{CallLog, CallRecord};
+use super::child::ServerChild;
+use super::integrity::Violations;
+use super::pinning::Pinning;
+use super::ProxyConfig;
+use crate::policy::{ResolveContext, Scope};
+use crate::sandbox::PreparedJail;
+
+mod call;
+mod catalogue;
+mod client;
+mod failure;
+mod outbox;
+mod records;
+mod roots;
+mod server;
+mod session;
+#[cfg(test)]
+mod tests;
+
+pub use session::run;
+
+/// Longest text of a result without `isError: true` that is still read as an error message
+/// for jail hints.
+const MAX_UNFLAGGED_ERROR_TEXT: usize = 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Initialize,
+    Discover,
+    ToolsList,
+    ToolsCall,
+    ResourcesRead,
+    Other,
+}
+
+/// A client request forwarded to the server and not answered yet.
+#[derive(Debug)]
+struct Pending {
+    raw_id: String,
+    kind: Kind,
+    started: Instant,
+    record: Option<CallRecord>,
+    /// A request without side effects (a listing, a ping): its line, to send again to a
+    /// server that replaces this one before it answered.
+    replay: Option<Bytes>,
+}
+
+/// What one of the proxy's own requests to the server was for. (Its one request to the
+/// client, `roots/list`, is [`roots::Roots::asked`]: the two directions never share a table.)
+#[derive(Debug, PartialEq, Eq)]
+enum Own {
+    /// A page of the proxy's `tools/list` fetch.
+    ToolsList,
+    /// The client's `initialize`, replayed to a respawned server.
+    ReplayInit,
+}
+
+/// How a server is started from its prepared jail (the OS process in production; a task of
+/// the test in the in-process tests).
+type Launch = Box<dyn FnMut(&PreparedJail, usize) -> std::io::Result<ServerChild> + Send>;
+
+/// Everything the router knows about the session.
+struct Router {
+    config: ProxyConfig,
+    launch: Launch,
+    ctx: ResolveContext,
+    scope: Scope,
+    log: CallLog,
+    out: outbox::ClientOut,
+    catalogue: catalogue::Catalogue,
+    /// Client requests forwarded to the server, not answered yet (at most
+    /// [`super::integrity::MAX_PENDING`]). The only ids a server response may carry.
+    pending: HashMap<String, Pending>,
+    /// The proxy's own requests to the server, by id key (a fetch page, a replayed
+    /// initialize: at most two at a time).
+    own_to_server: HashMap<String, Own>,
+    /// Client requests no one waits for any more (cancelled by the client), oldest first, at
+    /// most [`super::integrity::MAX_PENDING`]: the server need not answer them, and a late
+    /// answer is dropped quietly instead of being counted as a violation.
+    cancelled: VecDeque<String>,
+    roots: roots::Roots,
+    /// Server→client requests the client has not answered, by id key → "is a roots/list"
+    /// (at most [`super::integrity::MAX_SERVER_REQUESTS`]). The only ids a client response
+    /// may carry.
+    server_requests: HashMap<String, bool>,
+    /// Ids of requests of a server that was replaced: the client's late answers are dropped
+    /// quietly (they are not violations; there is just no one left to give them to).
+    stale_server_requests: HashSet<String>,
+    /// Client frames held (in order) until the tool list is known, and their total size
+    /// (at most [`super::integrity::MAX_HELD`] / [`super::integrity::MAX_HELD_BYTES`]).
+    held: VecDeque<Bytes>,
+    held_bytes: usize,
+    violations: Violations,
+    /// The `_meta` of the client's latest request, for stateless-era (2026-07-28) requests of
+    /// our own, which must carry the protocol version and client capabilities.
+    client_meta: Option<Value>,
+    saw_initialize: bool,
+    /// The client's `initialize` params, replayed to a respawned server.
+    init_params: Option<Value>,
+    /// A respawned server is being re-initialised: client messages wait.
+    paused: bool,
+    /// A narrower scope the client's roots asked for; the session loop respawns the server.
+    respawn: Option<Scope>,
+    /// Our tools/list fetch was cut short by a respawn: redo it once the new server is ready.
+    refetch_after_replay: bool,
+    /// Tool pins (`--pin`): fed by every tools/list page, consulted by tools/call.
+    pinning: Pinning,
+    /// A long server response being forwarded piecewise.
+    streaming: Option<Streaming>,
+    /// The server has sent something: a failure from now on is not a start failure.
+    server_spoke: bool,
+    /// The jail's filesystem layer is fully enforced, so the kernel refuses writes under
+    /// read-only roots whatever the proxy forwards (see `check::check_tool_call`).
+    kernel_stops_writes: bool,
+}
+
+/// A server response being streamed through: its id, how much of it went out, and a watch
+/// on its top-level keys (a second `id` in its tail cuts it off).
+struct Streaming {
+    key: String,
+    bytes: usize,
+    guard: super::stream_guard::KeyGuard,
+    /// The line broke the protocol part-way: the rest is dropped and the request is answered
+    /// by the proxy.
+    cut: bool,
+}
+
+impl Router {
+    fn reply(&self, line: Vec<u8>) {
+        self.out.send(Bytes::from(line));
+    }
+}
+
+fn enforcement_word(e: crate::sandbox::Enforcement) -> &'static str {
+    match e {
+        crate::sandbox::Enforcement::Fully => "fully enforced",
+        crate::sandbox::Enforcement::Partially => "PARTIALLY enforced",
+        crate::sandbox::Enforcement::NotEnforced => "NOT enforced",
+    }
+}
+
+/// Is the jail's filesystem layer fully enforced (so the kernel refuses any write the scope's
+/// write roots do not cover)?
+fn kernel_stops_writes(jail: &crate::sandbox::PreparedJail) -> bool {
+    jail.is_confined()
+        && jail.report().layers.iter().any(|l| {
+            (l.layer == "landlock_fs" || l.layer == "seatbelt")
+                && l.enforcement == crate::sandbox::Enforcement::Fully
+        })
+}

@@ -1,0 +1,285 @@
+//! The session loop: one task reads frames from both sides and hands each to the router,
+//! until the server has exited; then the server's failure (if any) is explained to the
+//! client, and the proxy's exit code is the server's status.
+//!
+//! Reading both directions in one `select!` (the framed readers are cancel-safe) keeps all
+//! routing state in one owner, with no locks.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+
+use super::super::audit::CallLog;
+use super::super::child::{exit_code, ServerChild};
+use super::super::framing::FramedReader;
+use super::super::integrity::Violations;
+use super::super::pinning::Pinning;
+use super::super::{ProxyConfig, ProxyError};
+use super::catalogue::Catalogue;
+use super::outbox::{ClientOut, OUT_CLIENT_HIGH_WATER};
+use super::roots::{reap, Roots};
+use super::{enforcement_word, kernel_stops_writes, Launch, Router};
+use crate::policy::ResolveContext;
+
+/// How long, after the server exited, its stderr copy may take to reach the end of the pipe
+/// (longer only if a descendant still holds it open).
+const STDERR_DRAIN: Duration = Duration::from_secs(2);
+
+/// How far the session's end has come. The proxy adds no timers of its own: it mirrors
+/// what the client does — a closed stdin closes the server's, a signal is passed on — and
+/// waits for the server, as the client would have waited for it directly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shutdown {
+    /// Both sides are talking.
+    Running,
+    /// The client closed its side; the server's stdin is closed and it finishes on its own.
+    ClientClosed,
+    /// `n` signals were passed on to the server.
+    Signalled(u8),
+}
+
+/// Signals passed on as they are; past this many the server's session is killed (the
+/// safety net for a server that ignores a repeated signal, which direct would not have: a
+/// client that insists that often means it).
+const SIGNALS_FORWARDED: u8 = 2;
+
+/// Run the proxy over the given client streams until the session ends; the result is the exit
+/// code (the server's status). `signals` carries the signals the proxy received (SIGINT,
+/// SIGTERM: a parameter so tests can send them); each is passed on to the server.
+pub async fn run<R, W>(
+    config: ProxyConfig,
+    client_in: R,
+    client_out: W,
+    signals: mpsc::UnboundedReceiver<i32>,
+) -> Result<i32, ProxyError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let launch: Launch = Box::new(|jail, max_line| ServerChild::spawn(jail.command(), max_line));
+    run_with(config, client_in, client_out, signals, launch).await
+}
+
+/// [`run`], with the way the server is started given (tests start a task instead).
+pub(super) async fn run_with<R, W>(
+    config: ProxyConfig,
+    client_in: R,
+    client_out: W,
+    mut signals: mpsc::UnboundedReceiver<i32>,
+    mut launch: Launch,
+) -> Result<i32, ProxyError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let jail = crate::sandbox::prepare(&config.scope, &config.command, &config.cwd, &config.jail)
+        .map_err(ProxyError::Jail)?;
+    let log = CallLog::new(
+        &config.name,
+        config.live_log,
+        config.color,
+        config.log_file.as_deref(),
+    )
+    .map_err(ProxyError::AuditLog)?;
+    if log.live() {
+        for layer in &jail.report().layers {
+            log.note(&format!(
+                "jail {}: {} ({})",
+                layer.layer,
+                enforcement_word(layer.enforcement),
+                layer.detail
+            ));
+        }
+        if config.jail.disabled {
+            log.note("WARNING: --no-jail: the server runs unconfined (diagnosis only)");
+        }
+    }
+    let spawned = launch(&jail, config.max_line_bytes);
+
+    let (out, writer) = ClientOut::start(client_out);
+    let counter = out.counter.clone();
+    let mut client = FramedReader::new(client_in, config.max_line_bytes);
+    let command_line = config.command.join(" ");
+
+    let mut router = Router {
+        ctx: ResolveContext {
+            cwd: config.cwd.clone(),
+            home: config.home.clone(),
+        },
+        scope: config.scope.clone(),
+        pinning: Pinning::new(
+            config.pin,
+            super::super::pin_key(&config.name, &config.command, &config.cwd),
+            config.home.clone(),
+        ),
+        config,
+        launch,
+        log,
+        out,
+        catalogue: Catalogue::new(),
+        pending: HashMap::new(),
+        own_to_server: HashMap::new(),
+        cancelled: VecDeque::new(),
+        roots: Roots::default(),
+        server_requests: HashMap::new(),
+        stale_server_requests: HashSet::new(),
+        held: VecDeque::new(),
+        held_bytes: 0,
+        violations: Violations::default(),
+        client_meta: None,
+        saw_initialize: false,
+        init_params: None,
+        paused: false,
+        respawn: None,
+        refetch_after_replay: false,
+        streaming: None,
+        server_spoke: false,
+        kernel_stops_writes: false,
+    };
+    let mut child = match spawned {
+        Ok(mut child) => {
+            router.kernel_stops_writes = kernel_stops_writes(&jail);
+            child.jail = Some(jail);
+            child
+        }
+        Err(source) => {
+            // The client still deserves to hear why: answer every request it sends with the
+            // explanation until it goes away, then fail as before.
+            let explanation =
+                crate::sandbox::explain_failure(&jail, &router.scope, Some(&source), "");
+            let msg = format!(
+                "mcpjail could not start the MCP server: {}",
+                explanation.text()
+            );
+            router.report_failure(&msg, None, &explanation);
+            router
+                .serve_dead_server(&mut client, &msg, &explanation, &mut signals)
+                .await;
+            drop(router);
+            let _ = writer.await;
+            return Err(ProxyError::Spawn {
+                command: command_line,
+                source,
+            });
+        }
+    };
+    tracing::debug!(pid = child.pid, "server started");
+    let mut reapers = Vec::new();
+
+    let mut client_eof = false;
+    let mut stage = Shutdown::Running;
+    let mut signals_open = true;
+    let grace = router.config.grace;
+
+    loop {
+        let fetch_deadline = router.catalogue.deadline();
+        tokio::select! {
+            sig = signals.recv(), if signals_open => {
+                let Some(sig) = sig else {
+                    signals_open = false;
+                    continue;
+                };
+                let n = match stage {
+                    Shutdown::Signalled(n) => n.saturating_add(1),
+                    _ => 1,
+                };
+                if n > SIGNALS_FORWARDED {
+                    tracing::warn!(pid = child.pid, "signal {sig} again: killing the server");
+                    child.kill();
+                } else {
+                    tracing::info!(pid = child.pid, "signal {sig}: passed on to the server");
+                    child.signal(sig);
+                }
+                stage = Shutdown::Signalled(n);
+            }
+            // A client that sends but does not read is not read either, past a larger mark:
+            // the proxy's own answers to it are queued too.
+            frame = client.next_frame(), if !client_eof && !counter.over(OUT_CLIENT_HIGH_WATER) => {
+                match frame {
+                    Ok(Some(frame)) => router.on_client_frame(frame, &mut child),
+                    Ok(None) | Err(_) => {
+                        tracing::debug!("client closed its side: closing the server's stdin");
+                        client_eof = true;
+                        child.close_stdin();
+                        if stage == Shutdown::Running {
+                            stage = Shutdown::ClientClosed;
+                        }
+                    }
+                }
+            }
+            // Backpressure: while the client is slow to read, stop reading the server (it
+            // blocks on its pipe) instead of queueing its output in our memory.
+            _ = counter.drained.notified(), if counter.backlogged() => {}
+            frame = child.stdout.next_frame(), if !child.stdout_eof && !counter.backlogged() => {
+                match frame {
+                    Ok(Some(frame)) => router.on_server_frame(frame, &mut child),
+                    Ok(None) | Err(_) => child.stdout_eof = true,
+                }
+            }
+            status = child.process.wait(), if child.stdout_eof && child.status.is_none() => {
+                match status {
+                    Ok(status) => child.status = Some(status),
+                    Err(err) => return Err(ProxyError::Wait(err)),
+                }
+            }
+            _ = sleep_until_opt(fetch_deadline) => router.fetch_timed_out(&mut child),
+        }
+        if let Some(scope) = router.respawn.take() {
+            if let Some(old) = router.respawn_server(scope, &mut child) {
+                reapers.retain(|r: &tokio::task::JoinHandle<()>| !r.is_finished());
+                reapers.push(tokio::spawn(reap(old, grace)));
+            }
+        }
+        if child.status.is_some() {
+            break;
+        }
+        // The server's stdout closed but it has not exited: keep waiting, as a client would.
+        // The client may still be talking: its requests get errors once the server is gone.
+    }
+
+    let status = child.status.map(exit_code).unwrap_or(1);
+    let owed = router.owes_answers();
+    let signalled = matches!(stage, Shutdown::Signalled(_));
+    let start_failure = !router.server_spoke && !client_eof && !signalled;
+    if owed || start_failure {
+        // Everything the server wrote is needed to explain its end.
+        let tail = child.finish_stderr(STDERR_DRAIN).await;
+        let explanation = match &child.jail {
+            Some(jail) => crate::sandbox::explain_failure(jail, &router.scope, None, &tail),
+            None => crate::sandbox::Explanation {
+                cause: crate::sandbox::Cause::NotJail,
+                refused: Vec::new(),
+                detail: None,
+            },
+        };
+        let msg = format!(
+            "the MCP server exited (status {status}) before answering: {}",
+            explanation.text()
+        );
+        router.report_failure(&msg, Some(status), &explanation);
+        router.fail_in_flight(&msg, &explanation);
+        if start_failure {
+            // A server that died before it said anything: the client's first request may not
+            // have arrived yet. Answer it (and anything after) instead of leaving the client
+            // with a closed pipe and no reason.
+            router
+                .serve_dead_server(&mut client, &msg, &explanation, &mut signals)
+                .await;
+        }
+    }
+    drop(router);
+    for reaper in reapers {
+        let _ = reaper.await;
+    }
+    let _ = writer.await;
+    Ok(status)
+}
+
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}

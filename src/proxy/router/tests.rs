@@ -1,0 +1,654 @@
+//! `run` in-process: the client is a pair of `tokio::io::duplex` streams and the server a
+//! task of the test ([`ServerChild::fake`]), so a session takes milliseconds and every message
+//! each side sees can be asserted on — including the ones that must not exist.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::super::child::{FakeServer, ServerChild};
+use super::super::{DenyMode, ProxyConfig, ProxyError};
+use super::session::run_with;
+use super::Launch;
+use crate::policy::{Scope, ScopeEntry, ScopeSource};
+
+/// Upper bound for one expected message: a hang fails the test instead of blocking it.
+const STEP: Duration = Duration::from_secs(5);
+
+pub(super) fn config(dir: &Path) -> ProxyConfig {
+    let entry = ScopeEntry {
+        path: dir.to_path_buf(),
+        source: ScopeSource::Flag,
+    };
+    ProxyConfig {
+        name: "fake".into(),
+        command: vec!["/nonexistent/fake-server".into()],
+        cwd: dir.to_path_buf(),
+        home: None,
+        scope: Scope {
+            read: vec![entry.clone()],
+            write: vec![entry],
+            ..Default::default()
+        },
+        read_only_tools: Vec::new(),
+        jail: crate::sandbox::JailOptions {
+            disabled: true,
+            ..Default::default()
+        },
+        deny_as: DenyMode::Result,
+        max_line_bytes: 1024 * 1024,
+        live_log: false,
+        color: false,
+        log_file: None,
+        grace: Duration::from_millis(50),
+        pin: crate::policy::pins::PinMode::Off,
+    }
+}
+
+/// The client's side of a session, and the servers it got.
+pub(super) struct Harness {
+    to_proxy: Option<DuplexStream>,
+    from_proxy: BufReader<DuplexStream>,
+    servers: mpsc::UnboundedReceiver<FakeServer>,
+    /// Signals to the proxy.
+    pub signals: mpsc::UnboundedSender<i32>,
+    session: Option<JoinHandle<Result<i32, ProxyError>>>,
+    pub dir: tempfile::TempDir,
+}
+
+impl Harness {
+    pub fn start() -> Harness {
+        let dir = tempfile::tempdir().expect("temp dir");
+        Harness::start_with(dir, |_| {})
+    }
+
+    pub fn start_with(dir: tempfile::TempDir, edit: impl FnOnce(&mut ProxyConfig)) -> Harness {
+        let mut cfg = config(&canonical(dir.path()));
+        edit(&mut cfg);
+        let (client_in, to_proxy) = tokio::io::duplex(1024 * 1024);
+        let (from_proxy, client_out) = tokio::io::duplex(1024 * 1024);
+        let (tx, servers) = mpsc::unbounded_channel();
+        let launch: Launch = Box::new(move |_jail, max_line| {
+            let (child, fake) = ServerChild::fake(max_line);
+            let _ = tx.send(fake);
+            Ok(child)
+        });
+        let (signals, signal_rx) = mpsc::unbounded_channel();
+        let session = tokio::spawn(run_with(cfg, client_in, client_out, signal_rx, launch));
+        Harness {
+            to_proxy: Some(to_proxy),
+            from_proxy: BufReader::new(from_proxy),
+            servers,
+            signals,
+            session: Some(session),
+            dir,
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> String {
+        canonical(self.dir.path()).join(rel).display().to_string()
+    }
+
+    pub async fn send(&mut self, msg: Value) {
+        let mut line = msg.to_string().into_bytes();
+        line.push(b'\n');
+        let w = self.to_proxy.as_mut().expect("client stdin open");
+        w.write_all(&line).await.expect("write to the proxy");
+    }
+
+    pub fn close(&mut self) {
+        self.to_proxy = None;
+    }
+
+    /// The next message the proxy writes to the client.
+    pub async fn recv(&mut self) -> Value {
+        self.try_recv()
+            .await
+            .expect("a message from the proxy, not the end")
+    }
+
+    /// The next message, or `None` at the end of the proxy's output.
+    pub async fn try_recv(&mut self) -> Option<Value> {
+        let mut line = String::new();
+        let n = tokio::time::timeout(STEP, self.from_proxy.read_line(&mut line))
+            .await
+            .expect("a message from the proxy in time")
+            .expect("read from the proxy");
+        if n == 0 {
+            return None;
+        }
+        Some(serde_json::from_str(&line).expect("JSON from the proxy"))
+    }
+
+    /// Every message the proxy writes to the client until its output ends.
+    pub async fn rest(&mut self) -> Vec<Value> {
+        let mut all = Vec::new();
+        while let Some(m) = self.try_recv().await {
+            all.push(m);
+        }
+        all
+    }
+
+    /// The next server the proxy started.
+    pub async fn server(&mut self) -> Server {
+        let fake = tokio::time::timeout(STEP, self.servers.recv())
+            .await
+            .expect("a server started in time")
+            .expect("a server");
+        Server { fake }
+    }
+
+    /// Has the proxy started no server since the last [`Harness::server`]?
+    pub fn no_new_server(&mut self) -> bool {
+        self.servers.try_recv().is_err()
+    }
+
+    /// The session's result (the proxy's exit code).
+    pub async fn exit(&mut self) -> i32 {
+        let session = self.session.take().expect("session running");
+        tokio::time::timeout(STEP, session)
+            .await
+            .expect("the session ended in time")
+            .expect("the session task")
+            .expect("the session's result")
+    }
+
+    /// initialize → answer → initialized, as a client and the server do it (`roots`: the
+    /// client has roots). Returns the server, positioned after the handshake.
+    pub async fn handshake(&mut self, roots: bool) -> Server {
+        let mut server = self.server().await;
+        let caps = if roots {
+            json!({"roots": {"listChanged": true}})
+        } else {
+            json!({})
+        };
+        self.send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": caps,
+            "clientInfo": {"name": "t", "version": "0"}}}),
+        )
+        .await;
+        let init = server.recv().await;
+        assert_eq!(init["method"], json!("initialize"), "{init}");
+        server
+            .send(json!({"jsonrpc": "2.0", "id": 0, "result": {
+                "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "fake", "version": "1"}}}))
+            .await;
+        let r = self.recv().await;
+        assert_eq!(r["id"], json!(0), "{r}");
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        let note = server.recv().await;
+        assert_eq!(note["method"], json!("notifications/initialized"), "{note}");
+        server
+    }
+}
+
+/// The server's side of one server process.
+pub(super) struct Server {
+    pub fake: FakeServer,
+}
+
+impl Server {
+    /// The next message the proxy sent the server.
+    pub async fn recv(&mut self) -> Value {
+        self.try_recv()
+            .await
+            .expect("a message, not a closed stdin")
+    }
+
+    /// The next message, or `None` once the proxy closed the server's stdin.
+    pub async fn try_recv(&mut self) -> Option<Value> {
+        let bytes = tokio::time::timeout(STEP, self.fake.stdin.recv())
+            .await
+            .expect("a message from the proxy to the server in time")?;
+        Some(serde_json::from_slice(&bytes).expect("JSON to the server"))
+    }
+
+    pub async fn send(&mut self, msg: Value) {
+        let mut line = msg.to_string().into_bytes();
+        line.push(b'\n');
+        let w = self.fake.stdout.as_mut().expect("server stdout open");
+        w.write_all(&line).await.expect("write to the proxy");
+    }
+
+    /// Answer the proxy's own `tools/list` (the next message must be it) with `tools`.
+    pub async fn answer_tools_list(&mut self, tools: Value) {
+        let req = self.recv().await;
+        assert_eq!(req["method"], json!("tools/list"), "{req}");
+        self.send(json!({"jsonrpc": "2.0", "id": req["id"], "result": {"tools": tools}}))
+            .await;
+    }
+
+    /// Close stdout and exit with `code`.
+    pub fn exit(&mut self, code: i32) {
+        self.fake.stdout = None;
+        if let Some(exit) = self.fake.exit.take() {
+            let _ = exit.send(ExitStatus::from_raw(code << 8));
+        }
+    }
+
+    /// Close stdout and die of `sig`.
+    pub fn killed_by(&mut self, sig: i32) {
+        self.fake.stdout = None;
+        if let Some(exit) = self.fake.exit.take() {
+            let _ = exit.send(ExitStatus::from_raw(sig));
+        }
+    }
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
+}
+
+pub(super) fn read_file_tool() -> Value {
+    json!([{"name": "read_file", "inputSchema": {"type": "object",
+        "properties": {"path": {"type": "string"}}, "required": ["path"]}}])
+}
+
+pub(super) fn call(id: i64, tool: &str, args: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": tool, "arguments": args}})
+}
+
+#[tokio::test]
+async fn a_call_inside_the_scope_is_forwarded_and_its_answer_relayed() {
+    let mut h = Harness::start();
+    let mut server = h.handshake(false).await;
+    server.answer_tools_list(read_file_tool()).await;
+    let inside = h.path("a.txt");
+    h.send(call(1, "read_file", json!({"path": inside}))).await;
+    let fwd = server.recv().await;
+    assert_eq!(fwd["id"], json!(1), "{fwd}");
+    assert_eq!(fwd["params"]["arguments"]["path"], json!(inside));
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "alpha"}]}}))
+        .await;
+    let r = h.recv().await;
+    assert_eq!(r["result"]["content"][0]["text"], json!("alpha"), "{r}");
+    h.close();
+    assert_eq!(server.try_recv().await, None, "server stdin not closed");
+    server.exit(0);
+    assert_eq!(h.exit().await, 0);
+    assert_eq!(h.rest().await, Vec::<Value>::new());
+}
+
+#[tokio::test]
+async fn a_call_outside_the_scope_is_denied_and_never_reaches_the_server() {
+    let mut h = Harness::start();
+    let mut server = h.handshake(false).await;
+    server.answer_tools_list(read_file_tool()).await;
+    h.send(call(1, "read_file", json!({"path": "/etc/shadow"})))
+        .await;
+    let r = h.recv().await;
+    assert_eq!(r["id"], json!(1));
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+    // The server's next message is the end of its input, not the call.
+    h.close();
+    assert_eq!(server.try_recv().await, None);
+    server.exit(0);
+    assert_eq!(h.exit().await, 0);
+}
+
+#[tokio::test]
+async fn a_server_that_dies_mid_call_gets_the_call_answered_and_its_status_is_ours() {
+    let mut h = Harness::start();
+    let mut server = h.handshake(false).await;
+    server.answer_tools_list(read_file_tool()).await;
+    h.send(call(1, "read_file", json!({"path": h.path("a.txt")})))
+        .await;
+    let _ = server.recv().await;
+    server.exit(7);
+    let r = h.recv().await;
+    assert_eq!(r["id"], json!(1));
+    assert_eq!(r["error"]["code"], json!(-32603), "{r}");
+    h.close();
+    assert_eq!(h.exit().await, 7);
+}
+
+/// A session whose config would make any proxy timer fire at once (`grace` 0) or never (an
+/// hour): the tests below pass only if the session's end has no timer at all.
+fn harness_with_grace(grace: Duration) -> Harness {
+    let dir = tempfile::tempdir().expect("temp dir");
+    Harness::start_with(dir, |c| c.grace = grace)
+}
+
+#[tokio::test]
+async fn client_eof_mid_call_lets_the_server_finish_and_its_answer_through() {
+    let mut h = harness_with_grace(Duration::ZERO);
+    let mut server = h.handshake(false).await;
+    server.answer_tools_list(read_file_tool()).await;
+    h.send(call(1, "read_file", json!({"path": h.path("a.txt")})))
+        .await;
+    assert_eq!(server.recv().await["id"], json!(1));
+    h.close();
+    assert_eq!(server.try_recv().await, None, "server stdin not closed");
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "late"}]}}))
+        .await;
+    let r = h.recv().await;
+    assert_eq!(r["result"]["content"][0]["text"], json!("late"), "{r}");
+    server.exit(0);
+    assert_eq!(h.exit().await, 0);
+    assert_eq!(h.rest().await, Vec::<Value>::new());
+    assert!(
+        server.fake.signals.try_recv().is_err(),
+        "the proxy signalled a server the client only closed"
+    );
+}
+
+#[tokio::test]
+async fn a_signal_is_passed_on_at_once_and_the_session_ends_with_the_servers_status() {
+    let mut h = harness_with_grace(Duration::from_secs(3600));
+    let mut server = h.handshake(false).await;
+    server.answer_tools_list(read_file_tool()).await;
+    h.signals.send(libc::SIGINT).expect("session running");
+    let sig = tokio::time::timeout(STEP, server.fake.signals.recv())
+        .await
+        .expect("the signal passed on in time");
+    assert_eq!(sig, Some(libc::SIGINT), "not the signal the proxy got");
+    // As direct: a signal is not an EOF; the server's stdin stays open.
+    assert!(matches!(
+        server.fake.stdin.try_recv(),
+        Err(mpsc::error::TryRecvError::Empty)
+    ));
+    server.killed_by(libc::SIGINT);
+    assert_eq!(h.exit().await, 128 + libc::SIGINT);
+}
+
+#[tokio::test]
+async fn a_server_that_ignores_repeated_signals_is_killed_on_the_third() {
+    let mut h = harness_with_grace(Duration::from_secs(3600));
+    let mut server = h.handshake(false).await;
+    for _ in 0..3 {
+        h.signals.send(libc::SIGTERM).expect("session running");
+    }
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let sig = tokio::time::timeout(STEP, server.fake.signals.recv())
+            .await
+            .expect("a signal in time");
+        got.push(sig.expect("a signal"));
+    }
+    assert_eq!(got, vec![libc::SIGTERM, libc::SIGTERM, libc::SIGKILL]);
+    server.killed_by(libc::SIGKILL);
+    assert_eq!(h.exit().await, 128 + libc::SIGKILL);
+}
+
+fn roots_answer(id: &Value, dirs: &[String]) -> Value {
+    let list: Vec<Value> = dirs
+        .iter()
+        .map(|d| json!({"uri": format!("file://{d}"), "name": "r"}))
+        .collect();
+    json!({"jsonrpc": "2.0", "id": id, "result": {"roots": list}})
+}
+
+#[tokio::test]
+async fn the_client_gets_only_the_servers_roots_request() {
+    let mut h = Harness::start();
+    let mut server = h.handshake(true).await;
+    server.answer_tools_list(read_file_tool()).await;
+    server
+        .send(json!({"jsonrpc": "2.0", "id": "s1", "method": "roots/list"}))
+        .await;
+    let ask = h.recv().await;
+    assert_eq!(
+        ask["id"],
+        json!("s1"),
+        "a roots/list the server never sent: {ask}"
+    );
+    h.send(roots_answer(&json!("s1"), &[h.path("")])).await;
+    let answer = server.recv().await;
+    assert_eq!(answer["id"], json!("s1"), "{answer}");
+    // Learnt from the server's exchange: the call needs no question of the proxy's own.
+    h.send(call(1, "read_file", json!({"path": h.path("a.txt")})))
+        .await;
+    let fwd = server.recv().await;
+    assert_eq!(fwd["id"], json!(1), "{fwd}");
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}}))
+        .await;
+    let r = h.recv().await;
+    assert_eq!(r["id"], json!(1), "{r}");
+    h.close();
+    assert_eq!(server.try_recv().await, None);
+    server.exit(0);
+    assert_eq!(h.exit().await, 0);
+    assert_eq!(h.rest().await, Vec::<Value>::new());
+}
+
+#[tokio::test]
+async fn a_server_that_never_asks_gets_the_roots_asked_once_when_needed() {
+    let mut h = Harness::start();
+    let mut server = h.handshake(true).await;
+    server.answer_tools_list(read_file_tool()).await;
+    // Listing needs no roots: it passes without a question.
+    h.send(json!({"jsonrpc": "2.0", "id": "l", "method": "tools/list"}))
+        .await;
+    let fwd = server.recv().await;
+    assert_eq!(fwd["id"], json!("l"), "{fwd}");
+    server
+        .send(json!({"jsonrpc": "2.0", "id": "l", "result": {"tools": read_file_tool()}}))
+        .await;
+    assert_eq!(h.recv().await["id"], json!("l"));
+    // The first call is the first moment the roots matter: asked once, then the call goes.
+    h.send(call(1, "read_file", json!({"path": h.path("a.txt")})))
+        .await;
+    let ask = h.recv().await;
+    assert_eq!(ask["method"], json!("roots/list"), "{ask}");
+    h.send(roots_answer(&ask["id"], &[h.path("")])).await;
+    assert_eq!(server.recv().await["id"], json!(1));
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}}))
+        .await;
+    assert_eq!(h.recv().await["id"], json!(1));
+    // Known roots: no second question.
+    h.send(call(2, "read_file", json!({"path": h.path("a.txt")})))
+        .await;
+    assert_eq!(server.recv().await["id"], json!(2));
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 2, "result": {"content": []}}))
+        .await;
+    let r = h.recv().await;
+    assert_eq!(r["id"], json!(2), "asked twice: {r}");
+    h.close();
+    assert_eq!(server.try_recv().await, None);
+    server.exit(0);
+    assert_eq!(h.exit().await, 0);
+    assert_eq!(h.rest().await, Vec::<Value>::new());
+}
+
+#[tokio::test]
+async fn a_cancelled_call_gets_no_fabricated_answer_at_shutdown() {
+    let mut h = Harness::start();
+    let mut server = h.handshake(false).await;
+    // The proxy's tools/list is not answered: the call waits for it.
+    let list = server.recv().await;
+    assert_eq!(list["method"], json!("tools/list"), "{list}");
+    h.send(call(1, "read_file", json!({"path": h.path("a.txt")})))
+        .await;
+    h.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                  "params": {"requestId": 1, "reason": "user"}}),
+    )
+    .await;
+    h.close();
+    assert_eq!(
+        server.try_recv().await,
+        None,
+        "a cancelled call was forwarded"
+    );
+    server.exit(0);
+    assert_eq!(h.exit().await, 0);
+    assert_eq!(h.rest().await, Vec::<Value>::new(), "a fabricated answer");
+}
+
+#[tokio::test]
+async fn discover_then_initialize_reaches_the_server_without_a_tools_list_first() {
+    let mut h = Harness::start();
+    let mut server = h.server().await;
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    h.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                  "params": {"_meta": meta}}),
+    )
+    .await;
+    assert_eq!(server.recv().await["method"], json!("server/discover"));
+    // An older server: the client falls back to initialize.
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "no"}}))
+        .await;
+    assert_eq!(h.recv().await["id"], json!(1));
+    h.send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}}),
+    )
+    .await;
+    let next = server.recv().await;
+    assert_eq!(next["method"], json!("initialize"), "{next}");
+}
+
+fn with_sub() -> Harness {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(dir.path().join("sub")).expect("sub");
+    Harness::start_with(dir, |_| {})
+}
+
+#[tokio::test]
+async fn the_first_roots_respawn_the_server_before_it_has_state_and_listings_go_again() {
+    let mut h = with_sub();
+    let mut old = h.handshake(true).await;
+    old.answer_tools_list(read_file_tool()).await;
+    h.send(json!({"jsonrpc": "2.0", "id": "l", "method": "tools/list"}))
+        .await;
+    assert_eq!(old.recv().await["id"], json!("l"));
+    h.send(call(1, "read_file", json!({"path": h.path("sub/b.txt")})))
+        .await;
+    let ask = h.recv().await;
+    assert_eq!(ask["method"], json!("roots/list"), "{ask}");
+    h.send(roots_answer(&ask["id"], &[h.path("sub")])).await;
+
+    let mut new = h.server().await;
+    let init = new.recv().await;
+    assert_eq!(init["method"], json!("initialize"), "{init}");
+    new.send(json!({"jsonrpc": "2.0", "id": init["id"], "result": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "f", "version": "1"}}}))
+        .await;
+    assert_eq!(
+        new.recv().await["method"],
+        json!("notifications/initialized")
+    );
+    // The listing in flight at the old server goes again, then the call that waited.
+    assert_eq!(new.recv().await["id"], json!("l"));
+    new.send(json!({"jsonrpc": "2.0", "id": "l", "result": {"tools": read_file_tool()}}))
+        .await;
+    assert_eq!(new.recv().await["id"], json!(1));
+    new.send(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}}))
+        .await;
+    let r = h.recv().await;
+    assert_eq!(r["id"], json!("l"));
+    assert!(r["result"]["tools"].is_array(), "the listing failed: {r}");
+    let r = h.recv().await;
+    assert_eq!(r["id"], json!(1));
+    assert!(r["result"].is_object(), "{r}");
+    // The old server is ended: its stdin closed, a SIGTERM.
+    assert_eq!(old.try_recv().await, None);
+    assert_eq!(old.fake.signals.recv().await, Some(libc::SIGTERM));
+    old.killed_by(libc::SIGTERM);
+    h.close();
+    assert_eq!(new.try_recv().await, None);
+    new.exit(0);
+    assert_eq!(h.exit().await, 0);
+}
+
+#[tokio::test]
+async fn later_roots_narrow_the_checks_and_keep_the_server_and_its_state() {
+    let mut h = with_sub();
+    let mut server = h.handshake(true).await;
+    server.answer_tools_list(read_file_tool()).await;
+    h.send(call(1, "read_file", json!({"path": h.path("a.txt")})))
+        .await;
+    let ask = h.recv().await;
+    h.send(roots_answer(&ask["id"], &[h.path("")])).await;
+    assert_eq!(server.recv().await["id"], json!(1));
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}}))
+        .await;
+    assert_eq!(h.recv().await["id"], json!(1));
+
+    h.send(json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}))
+        .await;
+    assert_eq!(
+        server.recv().await["method"],
+        json!("notifications/roots/list_changed")
+    );
+    h.send(call(2, "read_file", json!({"path": h.path("a.txt")})))
+        .await;
+    let ask = h.recv().await;
+    assert_eq!(ask["method"], json!("roots/list"), "{ask}");
+    h.send(roots_answer(&ask["id"], &[h.path("sub")])).await;
+    let r = h.recv().await;
+    assert_eq!(r["id"], json!(2));
+    assert_eq!(r["result"]["isError"], json!(true), "not narrowed: {r}");
+    assert!(h.no_new_server(), "respawned a server that has state");
+    h.send(call(3, "read_file", json!({"path": h.path("sub/b.txt")})))
+        .await;
+    assert_eq!(server.recv().await["id"], json!(3));
+    h.close();
+    assert_eq!(server.try_recv().await, None);
+    server.exit(0);
+    assert_eq!(h.exit().await, 0);
+}
+
+#[tokio::test]
+async fn a_server_question_that_crosses_the_proxys_is_answered_with_the_clients_one_answer() {
+    let mut h = Harness::start();
+    let mut server = h.handshake(true).await;
+    server.answer_tools_list(read_file_tool()).await;
+    h.send(call(1, "read_file", json!({"path": h.path("a.txt")})))
+        .await;
+    let ask = h.recv().await;
+    assert_eq!(ask["method"], json!("roots/list"), "{ask}");
+    // The server asks too, before the client's answer is in.
+    server
+        .send(json!({"jsonrpc": "2.0", "id": "s1", "method": "roots/list"}))
+        .await;
+    h.send(roots_answer(&ask["id"], &[h.path("")])).await;
+    // The two reach the server in either order (two streams); both must.
+    let got = [server.recv().await, server.recv().await];
+    let (Some(fwd), Some(answer)) = (
+        got.iter().find(|m| m["id"] == json!(1)),
+        got.iter().find(|m| m["id"] == json!("s1")),
+    ) else {
+        panic!("the call and the answer to s1: {got:?}");
+    };
+    assert_eq!(fwd["method"], json!("tools/call"), "{fwd}");
+    assert_eq!(
+        answer["result"]["roots"][0]["uri"],
+        json!(format!("file://{}", h.path(""))),
+        "{got:?}"
+    );
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}}))
+        .await;
+    let r = h.recv().await;
+    assert_eq!(
+        r["id"],
+        json!(1),
+        "a second roots/list reached the client: {r}"
+    );
+    h.close();
+    assert_eq!(server.try_recv().await, None);
+    server.exit(0);
+    assert_eq!(h.exit().await, 0);
+    assert_eq!(h.rest().await, Vec::<Value>::new());
+}
