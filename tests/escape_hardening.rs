@@ -323,6 +323,7 @@ async fn scenario(name: &str, how: How) -> Results {
         "others" => scenario_others(how).await,
         "metadata" => scenario_metadata(how).await,
         "unix_socket" => scenario_unix_socket(how).await,
+        "proc_net" => scenario_proc_net(how).await,
         other => panic!("no scenario {other}"),
     }
 }
@@ -1048,4 +1049,93 @@ fn with_tcp_allowed_the_unix_socket_layer_is_reported_open() {
     let err = sandbox::prepare_with_env(&net_scope, &["true".into()], &cwd, &strict, &env)
         .expect_err("--require-full accepted an open unix_sockets layer");
     assert!(err.to_string().contains("unix_sockets"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Class 2: socket paths listed in /proc/<pid>/net.
+
+/// The server (and a child it forks) try every route to the network namespace's socket tables:
+/// `/proc/net` (a link to `self/net`), `/proc/self/net`, its own pid directory by number, its
+/// thread's `task/<tid>/net`, and, from a forked child, the server's pid directory. An agent
+/// socket is listening outside the scope, so the control must find its path in the table. The
+/// files runtimes read (`status`, `maps`, `cgroup`, `fd/`) must stay readable.
+async fn scenario_proc_net(how: How) -> Results {
+    use std::os::unix::net::UnixListener;
+    let w = world();
+    let sock = w.outside.join(format!("{}.sock", w.token));
+    let _listener = UnixListener::bind(&sock).unwrap();
+    let body = r#"
+token = sys.argv[1]
+def table(p):
+    text = read(p)
+    return "listed" if token in text else "unlisted"
+me = os.getpid()
+attempt("proc_net_unix", lambda: table("/proc/net/unix"))
+attempt("proc_self_net_unix", lambda: table("/proc/self/net/unix"))
+attempt("proc_pid_net_unix", lambda: table("/proc/%d/net/unix" % me))
+attempt("proc_task_net_unix", lambda: table("/proc/self/task/%d/net/unix" % me))
+attempt("proc_self_net_tcp", lambda: read("/proc/self/net/tcp") and None)
+attempt("list_proc_self_net", lambda: len(os.listdir("/proc/self/net")) and None)
+r, wfd = os.pipe()
+kid = os.fork()
+if kid == 0:
+    try:
+        os.write(wfd, table("/proc/%d/net/unix" % me).encode())
+    except OSError as e:
+        os.write(wfd, ("ERR:" + errno.errorcode.get(e.errno, str(e.errno))).encode())
+    os._exit(0)
+os.waitpid(kid, 0)
+got = os.read(r, 64).decode()
+out["child_reads_server_net_unix"] = got if got.startswith("ERR") else "OK:" + got
+attempt("read_status", lambda: "Pid" in read("/proc/self/status"))
+attempt("read_maps", lambda: len(read("/proc/self/maps")) > 0)
+attempt("read_cgroup", lambda: read("/proc/self/cgroup") and None)
+attempt("list_fds", lambda: len(os.listdir("/proc/self/fd")) > 0)
+"#;
+    let r = probe(&w, how, body, std::slice::from_ref(&w.token), None).await;
+    drop(_listener);
+    r
+}
+
+fn assert_proc_net(control: &Results, jailed: &Results) {
+    // The control sees the agent's path in every table: the attempt is real.
+    for key in [
+        "proc_net_unix",
+        "proc_self_net_unix",
+        "proc_pid_net_unix",
+        "proc_task_net_unix",
+        "child_reads_server_net_unix",
+    ] {
+        assert_eq!(get(control, key), "OK:listed", "control {key}: {control:?}");
+    }
+    for key in [
+        "proc_net_unix",
+        "proc_self_net_unix",
+        "proc_pid_net_unix",
+        "proc_task_net_unix",
+        "proc_self_net_tcp",
+        "list_proc_self_net",
+        "child_reads_server_net_unix",
+    ] {
+        assert_eq!(get(jailed, key), "ERR:EACCES", "jailed {key}: {jailed:?}");
+    }
+    // What runtimes read still works.
+    for key in ["read_status", "read_maps", "list_fds"] {
+        assert_eq!(get(jailed, key), "OK:True", "jailed {key}: {jailed:?}");
+    }
+    assert_eq!(get(jailed, "read_cgroup"), "OK", "{jailed:?}");
+}
+
+#[tokio::test]
+async fn socket_tables_in_proc_net_are_unreadable_as_root() {
+    let control = scenario("proc_net", How::Control).await;
+    let jailed = scenario("proc_net", How::Jailed).await;
+    assert_proc_net(&control, &jailed);
+}
+
+#[test]
+fn socket_tables_in_proc_net_are_unreadable_as_nobody() {
+    let control = as_nobody("proc_net", How::Control);
+    let jailed = as_nobody("proc_net", How::Jailed);
+    assert_proc_net(&control, &jailed);
 }

@@ -2,13 +2,17 @@
 //!
 //! Every granted path is opened (`O_PATH`) once in `prepare`, so building a ruleset later is
 //! only a handful of syscalls on already-open fds. A fresh ruleset is created for every spawned
-//! command in the parent; the child adds one rule for its own `/proc/<pid>` (a `/proc/self` rule
-//! made in the parent would name the *parent's* pid directory and expose its `environ`) and then
-//! restricts itself with raw syscalls from [`super::sys`].
+//! command in the parent; the child adds rules for the files of its own `/proc/<pid>` that runtimes
+//! read ([`PROC_SELF_ENTRIES`]; a `/proc/self` rule made in the parent would name the *parent's*
+//! pid directory and expose its `environ`) and then restricts itself with raw syscalls from
+//! [`super::sys`]. Never the whole directory: `/proc/<pid>/net` (and `task/<tid>/net`) list every
+//! socket of the network namespace, so a server would learn the path of every named UNIX socket
+//! (ssh-agent, dbus, docker.sock) and every TCP peer on the machine.
 //!
 //! Compatibility is best effort against the newest ABI the crate knows, but the report is built
 //! from the ABI the kernel actually answers with, right by right, so a partial jail says so.
 
+use std::ffi::CStr;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 
@@ -31,9 +35,46 @@ pub struct LandlockPlan {
     abi: i64,
     rules: Vec<(PathFd, BitFlags<AccessFs>)>,
     net: NetRules,
-    /// Rights (raw bits) for the child's own `/proc/<pid>` directory.
-    pub proc_self_access: u64,
+    /// Rights (raw bits) for the child's own `/proc/<pid>` entries: files, directories.
+    pub proc_self_access: ProcSelfAccess,
 }
+
+/// Raw Landlock rights for [`PROC_SELF_ENTRIES`] (a right a file cannot have makes the rule
+/// invalid, so files and directories get separate masks).
+#[derive(Debug, Clone, Copy)]
+pub struct ProcSelfAccess {
+    pub file: u64,
+    pub dir: u64,
+}
+
+/// The entries of its own `/proc/<pid>` a server may read, measured on the runtimes it runs
+/// (strace of Node 20 with server-filesystem and server-memory, CPython 3.11 with mcp-server-git,
+/// a uv project, Rust std): `maps` (glibc's main-thread stack, V8), `cgroup` and `mountinfo` (CPU
+/// quotas: Node, Python, Rust's `available_parallelism`), `stat`/`statm`/`status` (memory and
+/// process info), `fd`/`fdinfo` (listing its own descriptors). Magic links (`exe`, `cwd`, `fd/N`)
+/// need no rule: reading them is not mediated and opening them opens the target, judged by its own
+/// grants. Absent here: `net/` (every socket on the machine), `task/` (whose `net/` is the same),
+/// `environ`, `mem`, `pagemap`, `stack`, `syscall`, `attr/`. `true` marks a directory.
+pub const PROC_SELF_ENTRIES: &[(&CStr, bool)] = &[
+    (c"/proc/self/maps", false),
+    (c"/proc/self/smaps", false),
+    (c"/proc/self/smaps_rollup", false),
+    (c"/proc/self/stat", false),
+    (c"/proc/self/statm", false),
+    (c"/proc/self/status", false),
+    (c"/proc/self/cgroup", false),
+    (c"/proc/self/mountinfo", false),
+    (c"/proc/self/mounts", false),
+    (c"/proc/self/limits", false),
+    (c"/proc/self/cmdline", false),
+    (c"/proc/self/comm", false),
+    (c"/proc/self/auxv", false),
+    (c"/proc/self/io", false),
+    (c"/proc/self/sched", false),
+    (c"/proc/self/oom_score_adj", false),
+    (c"/proc/self/fd", true),
+    (c"/proc/self/fdinfo", true),
+];
 
 #[derive(Debug, thiserror::Error)]
 pub enum LandlockError {
@@ -92,7 +133,10 @@ impl LandlockPlan {
             })?;
             rules.push((fd, rights_for(grant.access, meta.is_dir())));
         }
-        let proc_self_access = read_rights().bits();
+        let proc_self_access = ProcSelfAccess {
+            file: (read_rights() & AccessFs::from_file(TARGET_ABI)).bits(),
+            dir: read_rights().bits(),
+        };
         Ok((
             LandlockPlan {
                 abi,
@@ -162,9 +206,10 @@ impl LandlockPlan {
             },
             detail: if missing.is_empty() {
                 format!(
-                    "ABI {abi}: default deny for read, write, exec; enforced rights: {}; {} path rules + own /proc/<pid>",
+                    "ABI {abi}: default deny for read, write, exec; enforced rights: {}; {} path rules + {} files of its own /proc/<pid> (not net/ or task/: the machine's sockets stay unlisted)",
                     fs_rights_names(abi).join(","),
-                    self.rules.len()
+                    self.rules.len(),
+                    PROC_SELF_ENTRIES.len()
                 )
             } else {
                 format!(

@@ -21,7 +21,7 @@ use crate::sandbox::carve::{Mask, MaskSupport};
 use crate::sandbox::{Enforcement, Grant, GrantAccess, LayerReport, SandboxError};
 
 pub use self::landlock::fs_rights_names;
-use self::landlock::LandlockPlan;
+use self::landlock::{LandlockPlan, ProcSelfAccess, PROC_SELF_ENTRIES};
 use self::mask::MaskPlan;
 use self::seccomp::SeccompPlan;
 
@@ -207,7 +207,6 @@ impl LinuxJail {
     }
 }
 
-const PROC_SELF: &CStr = c"/proc/self";
 const DEV_NULL: &CStr = c"/dev/null";
 
 /// Runs in the child between fork and exec. Async-signal-safe only.
@@ -224,7 +223,7 @@ fn child_confine(
     masks: &MaskPlan,
     cwd: Option<&CStr>,
     ruleset: &Result<Option<OwnedFd>, i32>,
-    proc_access: u64,
+    proc_access: ProcSelfAccess,
     programs: &[Vec<libc::sock_filter>],
     last_cap: u32,
     parent: libc::pid_t,
@@ -249,10 +248,21 @@ fn child_confine(
         Err(code) => return Err(std::io::Error::from_raw_os_error(*code)),
         Ok(None) => {}
         Ok(Some(fd)) => {
-            // Resolved now, in the child: this is the child's own pid directory.
-            let proc_self = sys::open_path(PROC_SELF)?;
-            sys::landlock_add_path_rule(fd.as_fd(), proc_self.as_fd(), proc_access)?;
-            drop(proc_self);
+            // Resolved now, in the child: these are the child's own pid directory's entries.
+            // One the kernel does not have (`smaps_rollup` before 4.14) is skipped.
+            for (path, is_dir) in PROC_SELF_ENTRIES {
+                let entry = match sys::open_path(path) {
+                    Ok(fd) => fd,
+                    Err(err) if err.raw_os_error() == Some(libc::ENOENT) => continue,
+                    Err(err) => return Err(err),
+                };
+                let access = if *is_dir {
+                    proc_access.dir
+                } else {
+                    proc_access.file
+                };
+                sys::landlock_add_path_rule(fd.as_fd(), entry.as_fd(), access)?;
+            }
             sys::landlock_restrict_self(fd.as_fd())?;
         }
     }
