@@ -27,10 +27,10 @@ pub fn layer(available: &Result<(), String>) -> LayerReport {
         Ok(()) => LayerReport {
             layer: "process_tree".into(),
             enforcement: Enforcement::Fully,
-            detail: "the server's descendants run in a PID namespace whose init dies with the \
-                     server: when the server ends (also when the proxy is SIGKILLed and \
-                     PR_SET_PDEATHSIG ends the server), the kernel kills every one of them, \
-                     daemons included"
+            detail: "the server runs as pid 2 of a PID namespace of its own, under an init tied \
+                     to the process the proxy spawned: when the server ends, or that process dies \
+                     with the proxy (PR_SET_PDEATHSIG, also on SIGKILL), the kernel kills every \
+                     descendant, daemons included"
                 .into(),
         },
         Err(why) => LayerReport {
@@ -52,4 +52,18 @@ pub fn describe(errno: i32) -> String {
          without CAP_SYS_ADMIN)",
         std::io::Error::from_raw_os_error(errno)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_pid_namespace_the_layer_is_partial_and_says_why() {
+        let l = layer(&Err(describe(libc::ENOSPC)));
+        assert_eq!(l.enforcement, Enforcement::Partially);
+        assert!(l.detail.contains("max_pid_namespaces"), "{}", l.detail);
+        assert!(l.detail.contains("descendants outlive"), "{}", l.detail);
+        assert_eq!(layer(&Ok(())).enforcement, Enforcement::Fully);
+    }
 }
