@@ -39,6 +39,7 @@ const TARGET_VARS: &[&str] = &[
     "HOSTILE_UDP_PORT",
     "HOSTILE_ABSTRACT",
     "HOSTILE_SIGNAL",
+    "HOSTILE_PARENT",
 ];
 
 const PROXY: &str = env!("CARGO_BIN_EXE_mcpjail-proxy");
@@ -211,7 +212,16 @@ async fn attempt(w: &World, program: &Path, tool: &str, jailed: bool, via: Via) 
         ..JailOptions::default()
     };
     let command = vec![program.to_string_lossy().into_owned()];
-    let jail = sandbox::prepare_with_env(&scope_of(w), &command, &w.scope, &opts, &w.env)
+    // Spawned directly, the server's parent is this test process: name it, so the jailed
+    // server (whose parent lies outside its PID namespace, getppid() = 0) is still aimed at it.
+    let mut env = w.env.clone();
+    if via == Via::Direct {
+        env.push((
+            "HOSTILE_PARENT".into(),
+            std::process::id().to_string().into(),
+        ));
+    }
+    let jail = sandbox::prepare_with_env(&scope_of(w), &command, &w.scope, &opts, &env)
         .expect("prepare the jail");
     let cmd = match via {
         Via::Direct => jail.command(),

@@ -323,6 +323,7 @@ async fn scenario(name: &str, how: How) -> Results {
         "others" => scenario_others(how).await,
         "metadata" => scenario_metadata(how).await,
         "unix_socket" => scenario_unix_socket(how).await,
+        "proc_net" => scenario_proc_net(how).await,
         other => panic!("no scenario {other}"),
     }
 }
@@ -461,7 +462,12 @@ fn assert_others(control: &Results, jailed: &Results, token_in_shm: bool) {
             get(control, key).starts_with("OK"),
             "control {key}: {control:?}"
         );
-        assert_eq!(get(jailed, key), "ERR:EPERM", "jailed {key}");
+        // EPERM: refused (seccomp, capabilities); ESRCH: the target cannot even be named from
+        // the server's PID namespace (where the kernel looks the pid up before any check).
+        assert!(
+            ["ERR:EPERM", "ERR:ESRCH"].contains(&get(jailed, key)),
+            "jailed {key}: {jailed:?}"
+        );
     }
     if token_in_shm {
         assert!(get(control, "shmat_outside_segment").starts_with("OK:shm CANARY-"));
@@ -543,7 +549,27 @@ struct Spawned {
 /// Start the spawner behind the real proxy and wait for its `initialize` answer (by then the
 /// pids file is written): returns the proxy and a pidfd for every process the server started.
 fn spawn_behind_proxy(w: &World, how: How, linger: bool) -> Spawned {
-    let mut cmd = std::process::Command::new(PROXY);
+    spawn_behind_proxy_as(w, how, linger, false)
+}
+
+/// [`spawn_behind_proxy`], the proxy run as `nobody` (through `setpriv`) when `as_nobody`: the
+/// scope is then made writable for it, and its HOME is a fresh directory it owns.
+fn spawn_behind_proxy_as(w: &World, how: How, linger: bool, as_nobody: bool) -> Spawned {
+    let mut cmd = if as_nobody {
+        let home = w.outside.join("nobody-home");
+        std::fs::create_dir_all(&home).unwrap();
+        for dir in [&w.scope, &home] {
+            std::os::unix::fs::chown(dir, Some(NOBODY), Some(NOBODY)).unwrap();
+        }
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(PROXY)
+            .env("HOME", &home)
+            .env("TMPDIR", "/tmp");
+        c
+    } else {
+        std::process::Command::new(PROXY)
+    };
     cmd.arg("--allow-write").arg(&w.scope);
     cmd.arg(if how == How::Jailed {
         "--require-full"
@@ -578,8 +604,18 @@ fn spawn_behind_proxy(w: &World, how: How, linger: bool) -> Spawned {
     }
     // Keep reading (and discarding) so the proxy never blocks on a full pipe.
     std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    let pids: BTreeMap<String, i32> =
+    let mut pids: BTreeMap<String, i32> =
         serde_json::from_str(&std::fs::read_to_string(w.scope.join("pids")).unwrap()).unwrap();
+    // The pids are as the server saw them: jailed, it runs as pid 1 of a PID namespace of its
+    // own (created for the children of the process the proxy spawned).
+    let ns = std::fs::read_link(format!(
+        "/proc/{}/ns/pid_for_children",
+        child_of(proxy.id() as i32)
+    ))
+    .unwrap();
+    for pid in pids.values_mut() {
+        *pid = host_pid(*pid, &ns);
+    }
     let pidfds = pids
         .iter()
         .map(|(k, pid)| {
@@ -596,6 +632,56 @@ fn spawn_behind_proxy(w: &World, how: How, linger: bool) -> Spawned {
         pids,
         pidfds,
     }
+}
+
+/// Every pid in `/proc`, as in this (the host's) PID namespace.
+fn all_pids() -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+        .collect()
+}
+
+/// The value of `key:` in `/proc/<pid>/status`, split at whitespace.
+fn status_field(pid: i32, key: &str) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .map(|v| {
+            v.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The live child of `parent` (the proxy has one: the server's process; probe children it
+/// forked are gone or zombies).
+fn child_of(parent: i32) -> i32 {
+    let alive = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+            !s.lines()
+                .any(|l| l.starts_with("State:") && l.contains('Z'))
+        })
+    };
+    all_pids()
+        .into_iter()
+        .find(|p| status_field(*p, "PPid") == [parent] && alive(*p))
+        .unwrap_or_else(|| panic!("{parent} has no child"))
+}
+
+/// The pid in this (the host's) namespace of the process that calls itself `ns_pid` in PID
+/// namespace `ns` (a `/proc/<pid>/ns/pid` link), found through `/proc/<pid>/status`'s `NSpid`.
+fn host_pid(ns_pid: i32, ns: &Path) -> i32 {
+    all_pids()
+        .into_iter()
+        .find(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/ns/pid")).is_ok_and(|l| l == ns)
+                && status_field(*pid, "NSpid").last() == Some(&ns_pid)
+        })
+        .unwrap_or_else(|| panic!("no process {ns_pid} in {}", ns.display()))
 }
 
 /// Whether the process behind `pidfd` has exited within `wait` (a pidfd polls readable then).
@@ -657,35 +743,56 @@ fn descendants_do_not_outlive_the_session() {
     }
 }
 
-#[test]
-fn the_server_dies_with_a_killed_proxy() {
-    // A server that ignores the end of its input: killing the proxy (SIGKILL, no cleanup) leaves
-    // it running unjailed; jailed, PR_SET_PDEATHSIG takes it down with the proxy.
-    let w = world();
-    let mut control = spawn_behind_proxy(&w, How::Control, true);
-    control.proxy.kill().unwrap();
-    wait_proxy(&mut control);
-    assert!(
-        !exited_within(&control.pidfds["server"], Duration::from_millis(200)),
-        "control: the lingering server should survive a killed proxy"
-    );
-    for fd in control.pidfds.values() {
+/// SIGKILL the proxy (no cleanup runs) and report, per process the server started, whether it
+/// was gone within `wait`. Every survivor is killed before returning.
+fn killed_proxy_survivors(s: &mut Spawned, wait: Duration) -> Vec<String> {
+    s.proxy.kill().unwrap();
+    wait_proxy(s);
+    let survivors = s
+        .pidfds
+        .iter()
+        .filter(|(_, fd)| !exited_within(fd, wait))
+        .map(|(k, _)| k.clone())
+        .collect();
+    for fd in s.pidfds.values() {
         kill_pidfd(fd);
     }
+    survivors
+}
+
+/// The server ignores the end of its input and has started a child and a daemon (setsid, double
+/// fork): killing the proxy with SIGKILL leaves all three running unjailed. Jailed,
+/// PR_SET_PDEATHSIG takes the server down with the proxy, and the server's PID namespace takes
+/// the child and the daemon down with the server.
+fn assert_killed_proxy_takes_everything(as_nobody: bool) {
+    let w = world();
+    let mut control = spawn_behind_proxy_as(&w, How::Control, true, as_nobody);
+    // A bounded wait: a survivor is expected here, so this is how long it is given to die.
+    let survivors = killed_proxy_survivors(&mut control, Duration::from_millis(300));
+    assert_eq!(
+        survivors,
+        ["child", "daemon", "server"],
+        "control: everything the server started should survive a killed proxy"
+    );
 
     let w = world();
-    let mut jailed = spawn_behind_proxy(&w, How::Jailed, true);
-    jailed.proxy.kill().unwrap();
-    wait_proxy(&mut jailed);
+    let mut jailed = spawn_behind_proxy_as(&w, How::Jailed, true, as_nobody);
+    let survivors = killed_proxy_survivors(&mut jailed, Duration::from_secs(10));
     assert!(
-        exited_within(&jailed.pidfds["server"], Duration::from_secs(10)),
-        "jailed: the server outlived a killed proxy"
+        survivors.is_empty(),
+        "jailed: {survivors:?} outlived a SIGKILLed proxy ({:?})",
+        jailed.pids
     );
-    // Known gap (README, "Hardening classes"): with no proxy left to end the session, the
-    // server's own descendants are not killed. Clean them up.
-    for fd in jailed.pidfds.values() {
-        kill_pidfd(fd);
-    }
+}
+
+#[test]
+fn the_server_and_its_daemons_die_with_a_killed_proxy() {
+    assert_killed_proxy_takes_everything(false);
+}
+
+#[test]
+fn the_server_and_its_daemons_die_with_a_killed_proxy_as_nobody() {
+    assert_killed_proxy_takes_everything(true);
 }
 
 #[tokio::test]
@@ -709,19 +816,38 @@ for line in status.splitlines():
 out["nofile"] = str(resource.getrlimit(resource.RLIMIT_NOFILE)[1])
 out["fsize"] = str(resource.getrlimit(resource.RLIMIT_FSIZE)[1])
 out["core"] = str(resource.getrlimit(resource.RLIMIT_CORE)[1])
-out["sid_is_self"] = str(os.getsid(0) == os.getpid())
+# Jailed, the session is led by the process the proxy spawned, which lies outside the server's
+# PID namespace (so getsid reads 0 there): either way, never the caller's session.
+out["callers_session"] = str(os.getsid(0) == int(sys.argv[1]))
 "#;
 
 #[tokio::test]
 async fn the_server_runs_without_capabilities_in_its_own_session_with_lowered_limits() {
     let w = world();
-    let control = probe(&w, How::Control, LIMITS_PROBE, &[], None).await;
+    // SAFETY: getsid takes an integer only.
+    let sid = unsafe { libc::getsid(0) }.to_string();
+    let control = probe(
+        &w,
+        How::Control,
+        LIMITS_PROBE,
+        std::slice::from_ref(&sid),
+        None,
+    )
+    .await;
+    assert_eq!(get(&control, "callers_session"), "True");
     assert_ne!(
         get(&control, "CapEff"),
         "0000000000000000",
         "root's control"
     );
-    let jailed = probe(&w, How::Jailed, LIMITS_PROBE, &[], None).await;
+    let jailed = probe(
+        &w,
+        How::Jailed,
+        LIMITS_PROBE,
+        std::slice::from_ref(&sid),
+        None,
+    )
+    .await;
     for key in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
         assert_eq!(get(&jailed, key), "0000000000000000", "{key}");
     }
@@ -729,7 +855,7 @@ async fn the_server_runs_without_capabilities_in_its_own_session_with_lowered_li
     assert!(get(&jailed, "nofile").parse::<u64>().unwrap() <= 4096);
     assert_eq!(get(&jailed, "fsize"), (4u64 << 30).to_string());
     assert_eq!(get(&jailed, "core"), "0");
-    assert_eq!(get(&jailed, "sid_is_self"), "True");
+    assert_eq!(get(&jailed, "callers_session"), "False");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1048,4 +1174,93 @@ fn with_tcp_allowed_the_unix_socket_layer_is_reported_open() {
     let err = sandbox::prepare_with_env(&net_scope, &["true".into()], &cwd, &strict, &env)
         .expect_err("--require-full accepted an open unix_sockets layer");
     assert!(err.to_string().contains("unix_sockets"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Class 2: socket paths listed in /proc/<pid>/net.
+
+/// The server (and a child it forks) try every route to the network namespace's socket tables:
+/// `/proc/net` (a link to `self/net`), `/proc/self/net`, its own pid directory by number, its
+/// thread's `task/<tid>/net`, and, from a forked child, the server's pid directory. An agent
+/// socket is listening outside the scope, so the control must find its path in the table. The
+/// files runtimes read (`status`, `maps`, `cgroup`, `fd/`) must stay readable.
+async fn scenario_proc_net(how: How) -> Results {
+    use std::os::unix::net::UnixListener;
+    let w = world();
+    let sock = w.outside.join(format!("{}.sock", w.token));
+    let _listener = UnixListener::bind(&sock).unwrap();
+    let body = r#"
+token = sys.argv[1]
+def table(p):
+    text = read(p)
+    return "listed" if token in text else "unlisted"
+me = os.getpid()
+attempt("proc_net_unix", lambda: table("/proc/net/unix"))
+attempt("proc_self_net_unix", lambda: table("/proc/self/net/unix"))
+attempt("proc_pid_net_unix", lambda: table("/proc/%d/net/unix" % me))
+attempt("proc_task_net_unix", lambda: table("/proc/thread-self/net/unix"))
+attempt("proc_self_net_tcp", lambda: read("/proc/self/net/tcp") and None)
+attempt("list_proc_self_net", lambda: len(os.listdir("/proc/self/net")) and None)
+r, wfd = os.pipe()
+kid = os.fork()
+if kid == 0:
+    try:
+        os.write(wfd, table("/proc/%d/net/unix" % me).encode())
+    except OSError as e:
+        os.write(wfd, ("ERR:" + errno.errorcode.get(e.errno, str(e.errno))).encode())
+    os._exit(0)
+os.waitpid(kid, 0)
+got = os.read(r, 64).decode()
+out["child_reads_server_net_unix"] = got if got.startswith("ERR") else "OK:" + got
+attempt("read_status", lambda: "Pid" in read("/proc/self/status"))
+attempt("read_maps", lambda: len(read("/proc/self/maps")) > 0)
+attempt("read_cgroup", lambda: read("/proc/self/cgroup") and None)
+attempt("list_fds", lambda: len(os.listdir("/proc/self/fd")) > 0)
+"#;
+    let r = probe(&w, how, body, std::slice::from_ref(&w.token), None).await;
+    drop(_listener);
+    r
+}
+
+fn assert_proc_net(control: &Results, jailed: &Results) {
+    // The control sees the agent's path in every table: the attempt is real.
+    for key in [
+        "proc_net_unix",
+        "proc_self_net_unix",
+        "proc_pid_net_unix",
+        "proc_task_net_unix",
+        "child_reads_server_net_unix",
+    ] {
+        assert_eq!(get(control, key), "OK:listed", "control {key}: {control:?}");
+    }
+    for key in [
+        "proc_net_unix",
+        "proc_self_net_unix",
+        "proc_pid_net_unix",
+        "proc_task_net_unix",
+        "proc_self_net_tcp",
+        "list_proc_self_net",
+        "child_reads_server_net_unix",
+    ] {
+        assert_eq!(get(jailed, key), "ERR:EACCES", "jailed {key}: {jailed:?}");
+    }
+    // What runtimes read still works.
+    for key in ["read_status", "read_maps", "list_fds"] {
+        assert_eq!(get(jailed, key), "OK:True", "jailed {key}: {jailed:?}");
+    }
+    assert_eq!(get(jailed, "read_cgroup"), "OK", "{jailed:?}");
+}
+
+#[tokio::test]
+async fn socket_tables_in_proc_net_are_unreadable_as_root() {
+    let control = scenario("proc_net", How::Control).await;
+    let jailed = scenario("proc_net", How::Jailed).await;
+    assert_proc_net(&control, &jailed);
+}
+
+#[test]
+fn socket_tables_in_proc_net_are_unreadable_as_nobody() {
+    let control = as_nobody("proc_net", How::Control);
+    let jailed = as_nobody("proc_net", How::Jailed);
+    assert_proc_net(&control, &jailed);
 }

@@ -663,3 +663,125 @@ fn a_memory_file_replaced_by_a_symlink_is_not_derived_as_scope() {
     );
     assert!(d.notes.iter().any(|n| n.contains("is a symlink to")));
 }
+
+/// [`run_with`] with explicit jail options (`disabled` is taken from `control`).
+async fn run_with_opts(
+    scope: &Scope,
+    cwd: &Path,
+    home: &Path,
+    control: bool,
+    mut opts: JailOptions,
+    ops: &serde_json::Value,
+) -> Result<Run, sandbox::SandboxError> {
+    opts.disabled = control;
+    let env: Vec<(OsString, OsString)> = vec![
+        ("PATH".into(), "/usr/bin:/bin".into()),
+        ("HOME".into(), home.as_os_str().to_owned()),
+    ];
+    let command: Vec<String> = vec![
+        "/usr/bin/python3".into(),
+        "-c".into(),
+        PROBE.into(),
+        ops.to_string(),
+    ];
+    let jail = sandbox::prepare_with_env(scope, &command, cwd, &opts, &env)?;
+    let mut cmd = jail.command();
+    cmd.stdin(std::process::Stdio::null()).kill_on_drop(true);
+    let out = cmd.output().await.expect("spawn the probe");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "probe failed: {}", out.status);
+    let results: BTreeMap<String, String> = serde_json::from_str(stdout.trim()).unwrap();
+    println!(
+        "{}: {results:?}",
+        if control { "control" } else { "jailed" }
+    );
+    Ok(Run {
+        results,
+        notes: jail.notes().to_vec(),
+    })
+}
+
+#[tokio::test]
+async fn a_scope_path_that_changed_kind_since_it_was_derived_is_refused() {
+    // Derived as a directory (`proj/data`); before the next jail (a respawn) it became a file.
+    // Granted as what it is now, a write-scope file brings its directory: all of `proj`.
+    let (_t, r) = root();
+    let data = r.join("proj/data");
+    std::fs::create_dir_all(&data).unwrap();
+    write(&r.join("proj/notes.txt"), "mine");
+    let scope = Scope {
+        write: vec![entry(&data)],
+        ..Scope::default()
+    };
+    let recorded = sandbox::observe_kinds(&scope);
+    assert_eq!(recorded, vec![(data.clone(), sandbox::PathKind::Directory)]);
+    std::fs::remove_dir(&data).unwrap();
+    write(&data, "now a file");
+    let ops = serde_json::json!([[
+        "append_sibling",
+        "append",
+        r.join("proj/notes.txt").to_string_lossy()
+    ]]);
+    // Control: nothing recorded, so the jail grants the new kind, and the sibling is writable.
+    let control = run_with_opts(&scope, &r, &r, false, JailOptions::default(), &ops)
+        .await
+        .expect("without a record the jail starts");
+    assert_eq!(control.get("append_sibling"), "OK");
+    // With the kinds recorded at derivation, the jail refuses to start and says why.
+    let opts = JailOptions {
+        derived_kinds: recorded,
+        ..JailOptions::default()
+    };
+    let err = match run_with_opts(&scope, &r, &r, false, opts, &ops).await {
+        Ok(run) => panic!("the jail started: {:?}", run.results),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains(&data.display().to_string()), "{err}");
+    assert!(
+        err.contains("was a directory") && err.contains("is a file now"),
+        "{err}"
+    );
+    assert!(err.contains("hint:"), "{err}");
+}
+
+#[tokio::test]
+async fn a_state_directory_that_is_a_symlink_is_not_granted_as_its_target() {
+    // The grant is opened without following links: a state directory that is a symlink (here
+    // to a directory holding a secret) gives the server nothing.
+    let (_t, r) = root();
+    let secret = token();
+    write(&r.join("elsewhere/secret.txt"), &secret);
+    let state = r.join("state/mcpjail-servers/probe");
+    std::fs::create_dir_all(state.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(r.join("elsewhere"), &state).unwrap();
+    let scope = Scope::default();
+    let ops = serde_json::json!([[
+        "read_through_state",
+        "read",
+        state.join("secret.txt").to_string_lossy()
+    ]]);
+    let opts = || JailOptions {
+        state_dir: Some(state.clone()),
+        ..JailOptions::default()
+    };
+    let control = run_with_opts(&scope, &r, &r, true, opts(), &ops)
+        .await
+        .unwrap();
+    assert!(control.get("read_through_state").contains(&secret));
+    let jailed = run_with_opts(&scope, &r, &r, false, opts(), &ops)
+        .await
+        .unwrap();
+    assert!(
+        jailed.get("read_through_state").starts_with("ERR"),
+        "{:?}",
+        jailed.results
+    );
+    assert!(
+        jailed
+            .notes
+            .iter()
+            .any(|n| n.contains("no private state directory") && n.contains("symlink")),
+        "{:?}",
+        jailed.notes
+    );
+}

@@ -188,6 +188,8 @@ pub fn resolve_settings(
         tcp_bind_ports: args.allow_tcp_bind.clone(),
     };
     let state_dir = crate::policy::server_state_dir(&name, home.as_deref());
+    // Recorded now, checked by every jail prepared from this scope (respawns included).
+    let derived_kinds = crate::sandbox::observe_kinds(&scope);
     Ok(crate::proxy::ProxyConfig {
         name,
         command: args.command.clone(),
@@ -205,6 +207,7 @@ pub fn resolve_settings(
             require_full: args.require_full,
             env_keep: args.env_keep.clone(),
             state_dir,
+            derived_kinds,
             ..Default::default()
         },
         deny_as: match args.deny_as {

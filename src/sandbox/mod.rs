@@ -17,6 +17,7 @@
 mod carve;
 mod env;
 mod explain;
+mod kinds;
 pub mod launcher;
 mod planted;
 mod report;
@@ -37,6 +38,7 @@ pub use explain::{
     explain_failure, explain_start_failure, mentions_permission_error, refused_in, Cause,
     Explanation, Fix, Needed, Refused,
 };
+pub use kinds::{kind_of, observe as observe_kinds, PathKind};
 pub use report::KernelSupport;
 
 /// How the proxy wants the server jailed.
@@ -56,6 +58,10 @@ pub struct JailOptions {
     /// Tests and diagnosis: do not mask denied names inside granted directories in a private
     /// mount namespace; carve them out list-only, as when the kernel refuses the namespace.
     pub force_list_only_carve: bool,
+    /// What each scope path was when the scope was derived ([`observe_kinds`]): a jail prepared
+    /// later (a respawn) refuses to start if one of them changed kind since (file ↔ directory,
+    /// or became a symlink). Empty: nothing recorded, nothing checked.
+    pub derived_kinds: Vec<(PathBuf, PathKind)>,
 }
 
 /// How well one layer is enforced.
@@ -88,6 +94,18 @@ pub enum SandboxError {
     NotFullyEnforced(String),
     #[error("cannot prepare the jail: {0}")]
     Prepare(String),
+    #[error(
+        "scope path {} was {was} when the scope was derived and is {now} now: refusing to start \
+         the server rather than grant what it has become (hint: find out who replaced it; if the \
+         change is intended, restart mcpjail so the scope is derived again, or name the path you \
+         mean with --allow-read/--allow-write)",
+        path.display()
+    )]
+    ScopeKindChanged {
+        path: PathBuf,
+        was: PathKind,
+        now: PathKind,
+    },
 }
 
 /// The access a path is granted.
@@ -110,6 +128,20 @@ pub struct Grant {
     pub access: GrantAccess,
     pub why: String,
 }
+
+impl Grant {
+    /// Whether the grant must name its path exactly, never through a symlink: grants made from
+    /// the user's data (scope entries, the private TMPDIR, the state directory), which the
+    /// server may be able to replace with a link. System and runtime grants are opened at their
+    /// canonical path (`/bin` is a link to `/usr/bin` on merged-usr systems), still without
+    /// following a link swapped in after that.
+    pub fn names_exact_path(&self) -> bool {
+        self.why.starts_with("scope") || self.why == WHY_TMPDIR || self.why == WHY_STATE_DIR
+    }
+}
+
+const WHY_TMPDIR: &str = "private TMPDIR";
+const WHY_STATE_DIR: &str = "the server's private state directory";
 
 #[derive(Debug)]
 enum Platform {
@@ -186,6 +218,8 @@ pub fn prepare_with_env(
         });
     }
 
+    kinds::check(scope, &opts.derived_kinds)?;
+
     // A package runner's resolve step runs here, outside the jail, with the user's own
     // environment; only the program it resolves to is jailed.
     let launch = launcher::resolve(command, cwd, base_env)
@@ -244,22 +278,22 @@ pub fn prepare_with_env(
     grants.push(Grant {
         path: tmp.path().to_path_buf(),
         access: GrantAccess::ReadWrite,
-        why: "private TMPDIR".into(),
+        why: WHY_TMPDIR.into(),
     });
     let mut xdg_env: Vec<(OsString, OsString)> = Vec::new();
     let mut state_ready = false;
     if let Some(dir) = &opts.state_dir {
-        match state::prepare(dir) {
-            Ok(vars) => {
+        match state::prepare(dir).and_then(|vars| Ok((state::exact_path(dir)?, vars))) {
+            Ok((dir, vars)) => {
                 notes.push(format!(
                     "private state directory {} (read-write; the server's XDG_STATE_HOME, \
                      XDG_DATA_HOME, XDG_CACHE_HOME and XDG_CONFIG_HOME point into it)",
                     dir.display()
                 ));
                 grants.push(Grant {
-                    path: dir.clone(),
+                    path: dir,
                     access: GrantAccess::ReadWrite,
-                    why: "the server's private state directory".into(),
+                    why: WHY_STATE_DIR.into(),
                 });
                 xdg_env = vars;
                 state_ready = true;

@@ -7,8 +7,10 @@
 //! * a file scope's directory is granted (for temp-file-then-rename writes) only when it is not
 //!   HOME or above and not an XDG base directory.
 //!
-//! The checks run when the jail is prepared; a link planted between the check and the child's
-//! start is followed by Landlock (a window of milliseconds, reported in the README).
+//! The checks run when the jail is prepared. The Landlock rules are then made from descriptors
+//! opened without following any link (`linux::landlock`), so a link planted after these checks
+//! is refused rather than followed; a scope path that changed kind since the scope was derived
+//! is refused by [`super::kinds`].
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -32,6 +32,27 @@ pub fn prepare(dir: &Path) -> std::io::Result<Vec<(OsString, OsString)>> {
     Ok(vars)
 }
 
+/// `dir` as the jail grants it: its parent canonicalised (a HOME reached through a symlink
+/// works), its own name as it is. A state directory that is itself a symlink is refused: the
+/// jail would grant wherever it points.
+pub fn exact_path(dir: &Path) -> std::io::Result<std::path::PathBuf> {
+    let invalid = |why: &str| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{}: {why}", dir.display()),
+        )
+    };
+    if std::fs::symlink_metadata(dir)?.file_type().is_symlink() {
+        return Err(invalid(
+            "is a symlink (hint: remove it; mcpjail creates the directory itself)",
+        ));
+    }
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+        return Err(invalid("has no parent directory"));
+    };
+    Ok(std::fs::canonicalize(parent)?.join(name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

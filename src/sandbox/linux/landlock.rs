@@ -2,21 +2,27 @@
 //!
 //! Every granted path is opened (`O_PATH`) once in `prepare`, so building a ruleset later is
 //! only a handful of syscalls on already-open fds. A fresh ruleset is created for every spawned
-//! command in the parent; the child adds one rule for its own `/proc/<pid>` (a `/proc/self` rule
-//! made in the parent would name the *parent's* pid directory and expose its `environ`) and then
-//! restricts itself with raw syscalls from [`super::sys`].
+//! command in the parent; the child adds rules for the files of its own `/proc/<pid>` that runtimes
+//! read ([`PROC_SELF_ENTRIES`]; a `/proc/self` rule made in the parent would name the *parent's*
+//! pid directory and expose its `environ`) and then restricts itself with raw syscalls from
+//! [`super::sys`]. Never the whole directory: `/proc/<pid>/net` (and `task/<tid>/net`) list every
+//! socket of the network namespace, so a server would learn the path of every named UNIX socket
+//! (ssh-agent, dbus, docker.sock) and every TCP peer on the machine.
 //!
 //! Compatibility is best effort against the newest ABI the crate knows, but the report is built
 //! from the ABI the kernel actually answers with, right by right, so a partial jail says so.
 
+use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::PathBuf;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
 use landlock::{
     make_bitflags, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort,
-    PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope as LlScope, ABI,
+    PathBeneath, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope as LlScope, ABI,
 };
 
+use super::sys;
 use crate::policy::NetRules;
 use crate::sandbox::{Enforcement, Grant, GrantAccess, LayerReport};
 
@@ -29,18 +35,55 @@ const REQUIRED_FS_ABI: i64 = 5;
 #[derive(Debug)]
 pub struct LandlockPlan {
     abi: i64,
-    rules: Vec<(PathFd, BitFlags<AccessFs>)>,
+    rules: Vec<(OwnedFd, BitFlags<AccessFs>)>,
     net: NetRules,
-    /// Rights (raw bits) for the child's own `/proc/<pid>` directory.
-    pub proc_self_access: u64,
+    /// Rights (raw bits) for the child's own `/proc/<pid>` entries: files, directories.
+    pub proc_self_access: ProcSelfAccess,
 }
+
+/// Raw Landlock rights for [`PROC_SELF_ENTRIES`] (a right a file cannot have makes the rule
+/// invalid, so files and directories get separate masks).
+#[derive(Debug, Clone, Copy)]
+pub struct ProcSelfAccess {
+    pub file: u64,
+    pub dir: u64,
+}
+
+/// The entries of its own `/proc/<pid>` a server may read, measured on the runtimes it runs
+/// (strace of Node 20 with server-filesystem and server-memory, CPython 3.11 with mcp-server-git,
+/// a uv project, Rust std): `maps` (glibc's main-thread stack, V8), `cgroup` and `mountinfo` (CPU
+/// quotas: Node, Python, Rust's `available_parallelism`), `stat`/`statm`/`status` (memory and
+/// process info), `fd`/`fdinfo` (listing its own descriptors). Magic links (`exe`, `cwd`, `fd/N`)
+/// need no rule: reading them is not mediated and opening them opens the target, judged by its own
+/// grants. Absent here: `net/` (every socket on the machine), `task/` (whose `net/` is the same),
+/// `environ`, `mem`, `pagemap`, `stack`, `syscall`, `attr/`. `true` marks a directory.
+pub const PROC_SELF_ENTRIES: &[(&CStr, bool)] = &[
+    (c"/proc/self/maps", false),
+    (c"/proc/self/smaps", false),
+    (c"/proc/self/smaps_rollup", false),
+    (c"/proc/self/stat", false),
+    (c"/proc/self/statm", false),
+    (c"/proc/self/status", false),
+    (c"/proc/self/cgroup", false),
+    (c"/proc/self/mountinfo", false),
+    (c"/proc/self/mounts", false),
+    (c"/proc/self/limits", false),
+    (c"/proc/self/cmdline", false),
+    (c"/proc/self/comm", false),
+    (c"/proc/self/auxv", false),
+    (c"/proc/self/io", false),
+    (c"/proc/self/sched", false),
+    (c"/proc/self/oom_score_adj", false),
+    (c"/proc/self/fd", true),
+    (c"/proc/self/fdinfo", true),
+];
 
 #[derive(Debug, thiserror::Error)]
 pub enum LandlockError {
     #[error("cannot open {path} for a Landlock rule: {source}")]
     Open {
         path: PathBuf,
-        source: landlock::PathFdError,
+        source: std::io::Error,
     },
     #[error("cannot build the Landlock ruleset: {0}")]
     Ruleset(#[from] landlock::RulesetError),
@@ -71,6 +114,13 @@ fn rights_for(access: GrantAccess, is_dir: bool) -> BitFlags<AccessFs> {
 
 impl LandlockPlan {
     /// Open every grant. Grants whose path does not exist are skipped (returned as notes).
+    ///
+    /// Each grant is canonicalised, then its canonical path opened with no symlink allowed
+    /// anywhere on the way ([`sys::open_exact`]), and the rule refers to that descriptor: a link
+    /// swapped in after the path was checked (or after it was canonicalised here) is refused,
+    /// never followed. A grant made from the user's data ([`Grant::names_exact_path`]: scope,
+    /// private TMPDIR, state directory) must already be canonical: if it resolves elsewhere now,
+    /// it was replaced by a symlink since it was checked, and it is not granted.
     pub fn open(
         grants: &[Grant],
         net: &NetRules,
@@ -79,20 +129,54 @@ impl LandlockPlan {
         let mut rules = Vec::new();
         let mut notes = Vec::new();
         for grant in grants {
-            let meta = match std::fs::metadata(&grant.path) {
-                Ok(m) => m,
+            let canonical = match std::fs::canonicalize(&grant.path) {
+                Ok(p) => p,
                 Err(err) => {
                     notes.push(format!("{} not granted ({err})", grant.path.display()));
                     continue;
                 }
             };
-            let fd = PathFd::new(&grant.path).map_err(|source| LandlockError::Open {
-                path: grant.path.clone(),
-                source,
+            if canonical != grant.path && grant.names_exact_path() {
+                notes.push(swapped_note(&grant.path, Some(&canonical)));
+                continue;
+            }
+            let c_path = CString::new(canonical.as_os_str().as_bytes()).map_err(|_| {
+                LandlockError::Open {
+                    path: grant.path.clone(),
+                    source: std::io::Error::from_raw_os_error(libc::EINVAL),
+                }
             })?;
-            rules.push((fd, rights_for(grant.access, meta.is_dir())));
+            let fd = match sys::open_exact(&c_path) {
+                Ok(fd) => fd,
+                Err(err) if err.raw_os_error() == Some(libc::ELOOP) => {
+                    notes.push(swapped_note(&grant.path, None));
+                    continue;
+                }
+                Err(err) if err.raw_os_error() == Some(libc::ENOENT) => {
+                    notes.push(format!("{} not granted ({err})", grant.path.display()));
+                    continue;
+                }
+                Err(source) => {
+                    return Err(LandlockError::Open {
+                        path: grant.path.clone(),
+                        source,
+                    })
+                }
+            };
+            let file = std::fs::File::from(fd);
+            let is_dir = file
+                .metadata()
+                .map_err(|source| LandlockError::Open {
+                    path: grant.path.clone(),
+                    source,
+                })?
+                .is_dir();
+            rules.push((OwnedFd::from(file), rights_for(grant.access, is_dir)));
         }
-        let proc_self_access = read_rights().bits();
+        let proc_self_access = ProcSelfAccess {
+            file: (read_rights() & AccessFs::from_file(TARGET_ABI)).bits(),
+            dir: read_rights().bits(),
+        };
         Ok((
             LandlockPlan {
                 abi,
@@ -162,9 +246,10 @@ impl LandlockPlan {
             },
             detail: if missing.is_empty() {
                 format!(
-                    "ABI {abi}: default deny for read, write, exec; enforced rights: {}; {} path rules + own /proc/<pid>",
+                    "ABI {abi}: default deny for read, write, exec; enforced rights: {}; {} path rules + {} files of its own /proc/<pid> (not net/ or task/: the machine's sockets stay unlisted)",
                     fs_rights_names(abi).join(","),
-                    self.rules.len()
+                    self.rules.len(),
+                    PROC_SELF_ENTRIES.len()
                 )
             } else {
                 format!(
@@ -220,6 +305,20 @@ impl LandlockPlan {
     }
 }
 
+/// A grant whose path was replaced by a symlink (`now` = where it resolves, when known) between
+/// the checks and the open.
+fn swapped_note(path: &Path, now: Option<&Path>) -> String {
+    let now = now
+        .map(|p| format!(", now resolving to {}", p.display()))
+        .unwrap_or_default();
+    format!(
+        "{} not granted: it is a symlink, or lies under one, when the jail opens it{now} (it was \
+         not one when it was checked: replaced since); the jail never grants a link's target \
+         (hint: if the link is yours, name its target with --allow-read/--allow-write)",
+        path.display()
+    )
+}
+
 /// Filesystem rights (by name) the kernel's ABI enforces.
 pub fn fs_rights_names(abi: i64) -> Vec<&'static str> {
     if abi < 1 {
@@ -267,4 +366,79 @@ fn missing_fs_rights(abi: i64) -> Vec<&'static str> {
         missing.push("ioctl_dev");
     }
     missing
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStringExt;
+
+    fn grant(path: &Path, why: &str) -> Grant {
+        Grant {
+            path: path.to_path_buf(),
+            access: GrantAccess::ReadWrite,
+            why: why.into(),
+        }
+    }
+
+    fn world() -> (tempfile::TempDir, PathBuf) {
+        let t = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(t.path()).unwrap();
+        std::fs::create_dir_all(base.join("outside")).unwrap();
+        std::fs::write(base.join("outside/secret"), "s").unwrap();
+        (t, base)
+    }
+
+    #[test]
+    fn a_scope_path_swapped_for_a_symlink_before_the_open_is_not_granted() {
+        let (_t, base) = world();
+        // Checked as a directory, then replaced by a link to `outside` before the jail opens it.
+        let data = base.join("data");
+        std::os::unix::fs::symlink(base.join("outside"), &data).unwrap();
+        let (plan, notes) =
+            LandlockPlan::open(&[grant(&data, "scope (write)")], &NetRules::default(), 7).unwrap();
+        assert!(plan.rules.is_empty(), "the link's target was granted");
+        assert!(
+            notes.iter().any(|n| n.contains(&data.display().to_string())
+                && n.contains("symlink")
+                && n.contains("outside")),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn a_symlink_above_a_scope_path_is_not_followed_either() {
+        let (_t, base) = world();
+        std::os::unix::fs::symlink(base.join("outside"), base.join("proj")).unwrap();
+        let g = grant(&base.join("proj/secret"), "scope (read)");
+        let (plan, notes) = LandlockPlan::open(&[g], &NetRules::default(), 7).unwrap();
+        assert!(plan.rules.is_empty());
+        assert!(notes.iter().any(|n| n.contains("symlink")), "{notes:?}");
+    }
+
+    #[test]
+    fn system_grants_are_opened_at_their_canonical_path() {
+        let (_t, base) = world();
+        let link = base.join("usr-link");
+        std::os::unix::fs::symlink(base.join("outside"), &link).unwrap();
+        let g = Grant {
+            path: link,
+            access: GrantAccess::ReadExec,
+            why: "system libraries and tools".into(),
+        };
+        let (plan, notes) = LandlockPlan::open(&[g], &NetRules::default(), 7).unwrap();
+        assert_eq!(plan.rules.len(), 1, "{notes:?}");
+    }
+
+    #[test]
+    fn open_exact_refuses_any_symlink_on_the_way() {
+        let (_t, base) = world();
+        std::os::unix::fs::symlink(base.join("outside"), base.join("link")).unwrap();
+        let c = |p: PathBuf| CString::new(p.into_os_string().into_vec()).unwrap();
+        assert!(sys::open_exact(&c(base.join("outside/secret"))).is_ok());
+        for p in [base.join("link"), base.join("link/secret")] {
+            let err = sys::open_exact(&c(p.clone())).expect_err("followed a link");
+            assert_eq!(err.raw_os_error(), Some(libc::ELOOP), "{}", p.display());
+        }
+    }
 }

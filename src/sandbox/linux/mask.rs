@@ -270,11 +270,26 @@ impl MaskPlan {
     /// Run [`MaskPlan::enter`] in a throwaway child: which namespaces it would use, or why it
     /// cannot mask here.
     pub fn probe(&self) -> Result<Namespaces, String> {
-        let answer = sys::in_forked_child::<10>(&|| {
-            let mut out = [0u8; 10];
+        self.probe_then(&|| Ok(())).map(|(ns, _)| ns)
+    }
+
+    /// [`MaskPlan::probe`], and when entering worked, `then` in the same child, inside those
+    /// namespaces (what else the server's child will do there: e.g. create a PID namespace).
+    /// `then` must be async-signal-safe; its answer is `Err(errno)` or `Ok(())`.
+    pub fn probe_then(
+        &self,
+        then: &dyn Fn() -> Result<(), i32>,
+    ) -> Result<(Namespaces, Result<(), i32>), String> {
+        let answer = sys::in_forked_child::<15>(&|| {
+            let mut out = [0u8; 15];
             match self.enter() {
-                Ok(Namespaces::Mount) => out[0] = 1,
-                Ok(Namespaces::UserAndMount) => out[0] = 2,
+                Ok(ns) => {
+                    out[0] = if ns == Namespaces::Mount { 1 } else { 2 };
+                    if let Err(errno) = then() {
+                        out[10] = 1;
+                        out[11..15].copy_from_slice(&errno.to_le_bytes());
+                    }
+                }
                 Err(f) => {
                     out[0] = 3;
                     out[1] = f.step as u8;
@@ -285,9 +300,16 @@ impl MaskPlan {
             out
         })
         .map_err(|e| format!("the probe process failed: {e}"))?;
+        let then_result = if answer[10] == 0 {
+            Ok(())
+        } else {
+            Err(i32::from_le_bytes([
+                answer[11], answer[12], answer[13], answer[14],
+            ]))
+        };
         match answer[0] {
-            1 => Ok(Namespaces::Mount),
-            2 => Ok(Namespaces::UserAndMount),
+            1 => Ok((Namespaces::Mount, then_result)),
+            2 => Ok((Namespaces::UserAndMount, then_result)),
             _ => {
                 let step = MaskStep::from_u8(answer[1]).unwrap_or(MaskStep::Unshare);
                 let index = u32::from_le_bytes([answer[2], answer[3], answer[4], answer[5]]);

@@ -10,6 +10,7 @@
 
 mod landlock;
 mod mask;
+mod pidns;
 mod seccomp;
 pub mod sys;
 
@@ -21,7 +22,7 @@ use crate::sandbox::carve::{Mask, MaskSupport};
 use crate::sandbox::{Enforcement, Grant, GrantAccess, LayerReport, SandboxError};
 
 pub use self::landlock::fs_rights_names;
-use self::landlock::LandlockPlan;
+use self::landlock::{LandlockPlan, ProcSelfAccess, PROC_SELF_ENTRIES};
 use self::mask::MaskPlan;
 use self::seccomp::SeccompPlan;
 
@@ -41,6 +42,8 @@ pub struct LinuxJail {
     seccomp: Option<SeccompPlan>,
     /// The highest capability number, read in the parent for the child's bounding-set drop.
     last_cap: u32,
+    /// Start the server's descendants in a PID namespace of their own (see [`pidns`]).
+    pid_ns: bool,
     report: Vec<LayerReport>,
     pub notes: Vec<String>,
 }
@@ -52,7 +55,7 @@ impl LinuxJail {
         let (landlock, notes) = LandlockPlan::open(grants, net, abi)
             .map_err(|e| SandboxError::Prepare(e.to_string()))?;
         let mut report = landlock.report();
-        let (masks, metadata) = read_only_outside_writes(MaskPlan::new(masks)?, grants)?;
+        let (masks, metadata, pid_ns) = read_only_outside_writes(MaskPlan::new(masks)?, grants)?;
         report.push(metadata);
 
         let seccomp = if sys::seccomp_filter_available() {
@@ -141,7 +144,7 @@ impl LinuxJail {
             detail: if seccomp.is_some() {
                 "own session, no controlling terminal, stdio never a terminal, descriptors above \
                  2 closed at exec; every process of the session is killed when the server ends \
-                 (setsid denied to it); SIGKILL if the proxy dies"
+                 (setsid denied to it); the server gets SIGKILL if the proxy dies (its descendants: see process_tree)"
                     .into()
             } else {
                 "own session, no controlling terminal, descriptors above 2 closed at exec; \
@@ -150,11 +153,13 @@ impl LinuxJail {
                     .into()
             },
         });
+        report.push(pidns::layer(&pid_ns));
         Ok(LinuxJail {
             masks,
             landlock,
             seccomp,
             last_cap: sys::cap_last_cap(),
+            pid_ns: pid_ns.is_ok(),
             report,
             notes,
         })
@@ -184,30 +189,42 @@ impl LinuxJail {
             .as_ref()
             .map(|s| s.programs.clone())
             .unwrap_or_default();
-        let masks = self.masks.clone();
-        let last_cap = self.last_cap;
-        let parent = std::process::id() as libc::pid_t;
+        let plan = ChildPlan {
+            masks: self.masks.clone(),
+            cwd,
+            ruleset,
+            proc_access,
+            programs,
+            last_cap: self.last_cap,
+            pid_ns: self.pid_ns,
+            parent: std::process::id() as libc::pid_t,
+        };
         // SAFETY: the closure runs in the forked child before exec. It only performs raw
         // syscalls (setsid, prctl, ioctl/open/dup2 on stdio, unshare, open/write on /proc/self,
-        // mount, setrlimit, capget/capset, landlock_*, seccomp, close_range) on data allocated
-        // before the fork; it takes no locks and does not allocate (errors come from errno).
+        // mount, raw clone and waitpid for the PID namespace, setrlimit, capget/capset,
+        // landlock_*, seccomp, close_range) on data allocated before the fork; it takes no locks
+        // and does not allocate (errors come from errno).
         unsafe {
-            cmd.pre_exec(move || {
-                child_confine(
-                    &masks,
-                    cwd.as_deref(),
-                    &ruleset,
-                    proc_access,
-                    &programs,
-                    last_cap,
-                    parent,
-                )
-            });
+            cmd.pre_exec(move || child_confine(&plan));
         }
     }
 }
 
-const PROC_SELF: &CStr = c"/proc/self";
+/// Everything the child needs, prepared in the parent before the fork.
+struct ChildPlan {
+    masks: MaskPlan,
+    cwd: Option<std::ffi::CString>,
+    ruleset: Result<Option<OwnedFd>, i32>,
+    proc_access: ProcSelfAccess,
+    programs: Vec<Vec<libc::sock_filter>>,
+    /// The highest capability number (for the bounding-set drop).
+    last_cap: u32,
+    /// Run the server in a PID namespace of its own ([`pidns`]).
+    pid_ns: bool,
+    /// The proxy's pid, to check the death signal was set in time.
+    parent: libc::pid_t,
+}
+
 const DEV_NULL: &CStr = c"/dev/null";
 
 /// Runs in the child between fork and exec. Async-signal-safe only.
@@ -219,18 +236,22 @@ const DEV_NULL: &CStr = c"/dev/null";
 /// The session comes first (its own session and process group, no controlling terminal; a
 /// terminal on stdio is replaced by `/dev/null`), capabilities go after the masks (which need
 /// them), and descriptors above 2 are marked close-on-exec last (the ruleset fd is still used
-/// until then, and the spawner's error pipe must survive until `exec`).
-fn child_confine(
-    masks: &MaskPlan,
-    cwd: Option<&CStr>,
-    ruleset: &Result<Option<OwnedFd>, i32>,
-    proc_access: u64,
-    programs: &[Vec<libc::sock_filter>],
-    last_cap: u32,
-    parent: libc::pid_t,
-) -> std::io::Result<()> {
+/// until then, and the spawner's error pipe must survive until `exec`). The PID namespace comes
+/// right after the masks: from there on this is the process that will exec the server (see
+/// [`pidns`]).
+fn child_confine(plan: &ChildPlan) -> std::io::Result<()> {
+    let ChildPlan {
+        masks,
+        cwd,
+        ruleset,
+        proc_access,
+        programs,
+        last_cap,
+        pid_ns,
+        parent,
+    } = plan;
     sys::setsid()?;
-    sys::die_with_parent(parent)?;
+    sys::die_with_parent(*parent)?;
     sys::stdio_off_terminals(DEV_NULL)?;
     if !masks.is_empty() {
         masks
@@ -240,19 +261,35 @@ fn child_confine(
             sys::chdir(cwd)?;
         }
     }
+    if *pid_ns {
+        // Needs CAP_SYS_ADMIN (root's, or the new user namespace's): before capabilities go,
+        // and before the rules for `/proc/self`, which must name the process that will exec.
+        sys::enter_pid_namespace()?;
+    }
     sys::lower_rlimit(sys::Limit::Core, 0)?;
     sys::lower_rlimit(sys::Limit::OpenFiles, OPEN_FILES_MAX)?;
     sys::lower_rlimit(sys::Limit::FileSize, FILE_SIZE_MAX)?;
     sys::set_no_new_privs()?;
-    sys::drop_all_capabilities(last_cap)?;
+    sys::drop_all_capabilities(*last_cap)?;
     match ruleset {
         Err(code) => return Err(std::io::Error::from_raw_os_error(*code)),
         Ok(None) => {}
         Ok(Some(fd)) => {
-            // Resolved now, in the child: this is the child's own pid directory.
-            let proc_self = sys::open_path(PROC_SELF)?;
-            sys::landlock_add_path_rule(fd.as_fd(), proc_self.as_fd(), proc_access)?;
-            drop(proc_self);
+            // Resolved now, in the child: these are the child's own pid directory's entries.
+            // One the kernel does not have (`smaps_rollup` before 4.14) is skipped.
+            for (path, is_dir) in PROC_SELF_ENTRIES {
+                let entry = match sys::open_path(path) {
+                    Ok(fd) => fd,
+                    Err(err) if err.raw_os_error() == Some(libc::ENOENT) => continue,
+                    Err(err) => return Err(err),
+                };
+                let access = if *is_dir {
+                    proc_access.dir
+                } else {
+                    proc_access.file
+                };
+                sys::landlock_add_path_rule(fd.as_fd(), entry.as_fd(), access)?;
+            }
             sys::landlock_restrict_self(fd.as_fd())?;
         }
     }
@@ -267,10 +304,13 @@ fn child_confine(
 /// the mounts are made read-only in the server's own mount namespace (probed here in a
 /// throwaway child). Where the kernel refuses that, the class is reported as not enforced and
 /// only the masks (if any) are kept.
+///
+/// The same probe child tries the PID namespace ([`pidns`]) inside those namespaces; the third
+/// value says whether the server's child can create one, or why not.
 fn read_only_outside_writes(
     masks: MaskPlan,
     grants: &[Grant],
-) -> Result<(MaskPlan, LayerReport), SandboxError> {
+) -> Result<(MaskPlan, LayerReport, Result<(), String>), SandboxError> {
     let writable: Vec<std::path::PathBuf> = grants
         .iter()
         .filter(|g| g.access == GrantAccess::ReadWrite)
@@ -293,10 +333,11 @@ fn read_only_outside_writes(
                          not mediate them)"
                     .into(),
             },
+            Err("without seccomp the jail sets up no namespaces".into()),
         ));
     }
-    Ok(match plan.probe() {
-        Ok(ns) => (
+    Ok(match plan.probe_then(&sys::try_pid_namespace) {
+        Ok((ns, pid_ns)) => (
             plan,
             LayerReport {
                 layer: "metadata".into(),
@@ -308,6 +349,7 @@ fn read_only_outside_writes(
                     writable.len()
                 ),
             },
+            pid_ns.map_err(pidns::describe),
         ),
         Err(why) => (
             masks,
@@ -320,6 +362,7 @@ fn read_only_outside_writes(
                      (Landlock does not mediate them)"
                 ),
             },
+            Err(format!("no namespaces here: {why}")),
         ),
     })
 }

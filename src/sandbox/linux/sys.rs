@@ -650,3 +650,295 @@ pub fn chdir(path: &CStr) -> io::Result<()> {
         Ok(())
     }
 }
+
+/// `fork()` as a raw `clone(SIGCHLD)`: in a child forked from a multi-threaded process (inside
+/// `pre_exec`), glibc's `fork` would run the `atfork` handlers and take the malloc locks, which
+/// another thread of the parent may have held at the first fork. Returns 0 in the child and the
+/// child's pid in the parent. Async-signal-safe.
+pub fn raw_fork() -> io::Result<libc::pid_t> {
+    // SAFETY: clone without CLONE_VM and with a NULL stack behaves as fork: the child runs on a
+    // copy-on-write copy of this stack. No pointer argument is passed.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            libc::SIGCHLD as libc::c_ulong,
+            0usize,
+            0usize,
+            0usize,
+            0usize,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc as libc::pid_t)
+    }
+}
+
+/// A pipe, both ends close-on-exec. Async-signal-safe.
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Signals the shim and the init ignore: the proxy's graceful shutdown (SIGTERM to the whole
+/// session) is for the server itself; they only report how it ended.
+const RELAY_IGNORES: &[libc::c_int] = &[
+    libc::SIGHUP,
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGTERM,
+    libc::SIGPIPE,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+];
+
+/// Close every descriptor except `keep`. Async-signal-safe.
+fn close_all_but(keep: libc::c_int) {
+    // SAFETY: close_range takes integers only; the ranges exclude `keep`.
+    unsafe {
+        if keep > 0 {
+            libc::syscall(libc::SYS_close_range, 0u32, (keep - 1) as u32, 0u32);
+        }
+        libc::syscall(libc::SYS_close_range, (keep + 1) as u32, u32::MAX, 0u32);
+    }
+}
+
+/// Ignore [`RELAY_IGNORES`], close every descriptor but `keep`. Async-signal-safe.
+fn become_relay(keep: libc::c_int) {
+    for sig in RELAY_IGNORES {
+        // SAFETY: setting a standard signal's disposition to SIG_IGN.
+        unsafe { libc::signal(*sig, libc::SIG_IGN) };
+    }
+    close_all_but(keep);
+}
+
+/// `waitpid(pid)` until it answers; the wait status, or `None` on an error other than EINTR.
+/// Async-signal-safe.
+fn wait_status(pid: libc::pid_t) -> Option<(libc::pid_t, libc::c_int)> {
+    let mut status = 0;
+    loop {
+        // SAFETY: `status` is a valid out-pointer.
+        let got = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if got >= 0 {
+            return Some((got, status));
+        }
+        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return None;
+        }
+    }
+}
+
+/// End the calling process the way `status` (a wait status) says a process ended: the same exit
+/// code, or killed by the same signal. Never returns. Async-signal-safe.
+fn exit_like(status: libc::c_int) -> ! {
+    // SAFETY: raw signal and exit calls; `set` is a valid sigset on this stack.
+    unsafe {
+        if libc::WIFSIGNALED(status) {
+            let sig = libc::WTERMSIG(status);
+            libc::signal(sig, libc::SIG_DFL);
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, sig);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::kill(libc::getpid(), sig);
+            libc::_exit(128 + sig);
+        }
+        libc::_exit(libc::WEXITSTATUS(status))
+    }
+}
+
+/// Move the rest of the spawn into a new PID namespace, under a tiny init. Async-signal-safe
+/// (runs in `pre_exec`); returns `Ok(())` only in the process that goes on to exec the server.
+///
+/// A process cannot enter the PID namespace it unshares (only its children are created there,
+/// and it could no longer start threads), and the namespace's pid 1 ignores every signal it has
+/// no handler for, SIGTERM included. So three processes:
+///
+/// * the **shim** (the caller: the process the proxy spawned and waits for) stays outside;
+/// * the **init** (pid 1), tied to the shim with `PR_SET_PDEATHSIG(SIGKILL)`, reaps every
+///   orphan, and when the server exits sends its wait status to the shim and exits — which makes
+///   the kernel kill whatever is left in the namespace;
+/// * the **server** (pid 2) returns from here, is confined and execs, and gets signals as usual.
+///
+/// The shim and the init hold no descriptor but their status pipe (the spawner's error pipe is
+/// closed, so the spawn completes with the server's `exec`) and ignore the terminating signals;
+/// the shim ends the way the server did. A SIGKILL to the shim (or its death signal when the
+/// proxy dies) kills the init, and so every process in the namespace.
+pub fn enter_pid_namespace() -> io::Result<()> {
+    unshare(libc::CLONE_NEWPID)?;
+    // `alive`: its write end is held only by the shim, so the init can tell whether the shim
+    // died before PR_SET_PDEATHSIG took effect (getppid cannot: the shim lies outside the
+    // namespace, so it reads 0 either way). `ready`: the init says it is tied. `status`: the
+    // server's wait status, from the init to the shim.
+    let (alive_r, alive_w) = pipe()?;
+    let (ready_r, ready_w) = pipe()?;
+    let (status_r, status_w) = pipe()?;
+    let init = raw_fork()?;
+    if init == 0 {
+        drop((alive_w, ready_r, status_r));
+        // SAFETY: prctl with integer arguments only.
+        let rc = unsafe {
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut p = libc::pollfd {
+            fd: alive_r.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, no wait.
+        if unsafe { libc::poll(&mut p, 1, 0) } != 0 {
+            // The only writer is gone: the shim (and so the proxy) died.
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        }
+        // SAFETY: one byte from a static buffer to an open pipe.
+        unsafe { libc::write(ready_w.as_raw_fd(), b"1".as_ptr().cast(), 1) };
+        drop((alive_r, ready_w));
+        let server = raw_fork()?;
+        if server == 0 {
+            drop(status_w);
+            return Ok(());
+        }
+        become_relay(status_w.as_raw_fd());
+        loop {
+            match wait_status(-1) {
+                Some((pid, status)) if pid == server => {
+                    let bytes = status.to_ne_bytes();
+                    // SAFETY: four bytes from `bytes` to an open pipe.
+                    unsafe { libc::write(status_w.as_raw_fd(), bytes.as_ptr().cast(), 4) };
+                    // SAFETY: _exit never returns; the kernel then ends the namespace.
+                    unsafe { libc::_exit(0) };
+                }
+                Some(_) => continue,
+                // SAFETY: as above (no child left: the server is gone).
+                None => unsafe { libc::_exit(127) },
+            }
+        }
+    }
+    drop((alive_r, ready_w, status_w));
+    let mut byte = [0u8; 1];
+    // SAFETY: one byte into `byte`, which lives for the call. Whatever it answers (the init may
+    // have failed before saying it is tied), the shim waits for it below.
+    while unsafe { libc::read(ready_r.as_raw_fd(), byte.as_mut_ptr().cast(), 1) } < 0
+        && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
+    {}
+    drop((ready_r, alive_w));
+    become_relay(status_r.as_raw_fd());
+    let Some((_, init_status)) = wait_status(init) else {
+        // SAFETY: _exit never returns.
+        unsafe { libc::_exit(127) }
+    };
+    let mut bytes = [0u8; 4];
+    // SAFETY: four bytes into `bytes`; the init has exited, so this does not block.
+    let n = unsafe { libc::read(status_r.as_raw_fd(), bytes.as_mut_ptr().cast(), 4) };
+    exit_like(if n == 4 {
+        libc::c_int::from_ne_bytes(bytes)
+    } else {
+        init_status
+    })
+}
+
+/// Whether this process may create a PID namespace and start its init: tried in a throwaway
+/// child (after the same namespaces the server's child enters). `Err(errno)` if not.
+/// Async-signal-safe.
+pub fn try_pid_namespace() -> Result<(), i32> {
+    let errno = |e: io::Error| e.raw_os_error().unwrap_or(libc::EIO);
+    unshare(libc::CLONE_NEWPID).map_err(errno)?;
+    let pid = raw_fork().map_err(errno)?;
+    if pid == 0 {
+        // SAFETY: _exit never returns and runs no destructor.
+        unsafe { libc::_exit(0) };
+    }
+    let mut status = 0;
+    // SAFETY: `pid` is our child; `status` is a valid out-pointer.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(errno(err));
+        }
+    }
+    Ok(())
+}
+
+/// `struct open_how` (uapi `linux/openat2.h`).
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+
+/// Open `path` (absolute, canonical) with `O_PATH`, refusing with `ELOOP` if it or any
+/// directory on the way is a symlink at the moment of the open: the object opened is the one
+/// the path names, never a link's target. `openat2(RESOLVE_NO_SYMLINKS)` (Linux 5.6); before
+/// that, `O_PATH | O_NOFOLLOW` and a check through `/proc/self/fd` that the opened object's path
+/// is `path` itself.
+pub fn open_exact(path: &CStr) -> io::Result<OwnedFd> {
+    let how = OpenHow {
+        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    // SAFETY: `path` is NUL-terminated and `how` a valid open_how; both live for the call and
+    // the kernel only reads them.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if fd >= 0 {
+        // SAFETY: `fd` was just returned by openat2 and is owned by nobody else.
+        return Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) });
+    }
+    let err = io::Error::last_os_error();
+    if err.raw_os_error() != Some(libc::ENOSYS) {
+        return Err(err);
+    }
+    // SAFETY: `path` is NUL-terminated and lives for the call.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by open and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: `st` is a valid out-pointer; fstat on an O_PATH descriptor is allowed (3.6+).
+    let is_link = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd.as_raw_fd(), &mut st) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        st.st_mode & libc::S_IFMT == libc::S_IFLNK
+    };
+    let opened = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+    if is_link || std::os::unix::ffi::OsStrExt::as_bytes(opened.as_os_str()) != path.to_bytes() {
+        return Err(io::Error::from_raw_os_error(libc::ELOOP));
+    }
+    Ok(fd)
+}

@@ -1,0 +1,144 @@
+//! Scope paths that changed kind since the scope was derived (issue 9, class 3).
+//!
+//! A scope path is granted as what it is when the jail is prepared: a directory as a tree, a
+//! file (in write scope) as the file plus, where safe, its directory. If a path derived as a
+//! directory is a file now (or the reverse, or either became a symlink), granting the new kind
+//! would grant something nobody looked at: a file's directory instead of the directory, a link's
+//! target instead of the path. Whoever derives the scope records each path's kind
+//! ([`observe`], into [`super::JailOptions::derived_kinds`]); every jail prepared from it —
+//! the first start and each respawn — checks them again ([`check`]) and refuses to start.
+//! A path that did not exist when the scope was derived is not recorded (the jail grants only
+//! what exists, and symlinks are refused by [`super::planted`] anyway).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::SandboxError;
+use crate::policy::{Scope, ScopeSource};
+
+/// What a path is, without following a final symlink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathKind {
+    File,
+    Directory,
+    Symlink,
+    /// A socket, fifo or device.
+    Other,
+}
+
+impl fmt::Display for PathKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PathKind::File => "a file",
+            PathKind::Directory => "a directory",
+            PathKind::Symlink => "a symlink",
+            PathKind::Other => "a special file",
+        })
+    }
+}
+
+/// The kind of `path` now, or `None` if it does not exist.
+pub fn kind_of(path: &Path) -> Option<PathKind> {
+    let t = std::fs::symlink_metadata(path).ok()?.file_type();
+    Some(if t.is_symlink() {
+        PathKind::Symlink
+    } else if t.is_dir() {
+        PathKind::Directory
+    } else if t.is_file() {
+        PathKind::File
+    } else {
+        PathKind::Other
+    })
+}
+
+fn data_entries(scope: &Scope) -> impl Iterator<Item = &Path> {
+    scope
+        .read
+        .iter()
+        .chain(&scope.write)
+        .chain(&scope.exec)
+        .filter(|e| e.source != ScopeSource::Runtime)
+        .map(|e| e.path.as_path())
+}
+
+/// Record the kind of every scope path that exists (call where the scope is derived).
+pub fn observe(scope: &Scope) -> Vec<(PathBuf, PathKind)> {
+    let mut kinds: Vec<(PathBuf, PathKind)> = Vec::new();
+    for path in data_entries(scope) {
+        if kinds.iter().any(|(p, _)| p == path) {
+            continue;
+        }
+        if let Some(kind) = kind_of(path) {
+            kinds.push((path.to_path_buf(), kind));
+        }
+    }
+    kinds
+}
+
+/// Refuse if a recorded scope path of `scope` is now of another kind (or gone to a symlink).
+pub fn check(scope: &Scope, recorded: &[(PathBuf, PathKind)]) -> Result<(), SandboxError> {
+    for path in data_entries(scope) {
+        let Some((_, was)) = recorded.iter().find(|(p, _)| p == path) else {
+            continue;
+        };
+        let Some(now) = kind_of(path) else {
+            continue;
+        };
+        if now != *was {
+            return Err(SandboxError::ScopeKindChanged {
+                path: path.to_path_buf(),
+                was: *was,
+                now,
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::ScopeEntry;
+
+    fn scope_of(p: &Path) -> Scope {
+        Scope {
+            write: vec![ScopeEntry {
+                path: p.to_path_buf(),
+                source: ScopeSource::Flag,
+            }],
+            ..Scope::default()
+        }
+    }
+
+    #[test]
+    fn a_directory_that_became_a_file_is_refused_with_its_path() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("data");
+        std::fs::create_dir(&p).unwrap();
+        let scope = scope_of(&p);
+        let recorded = observe(&scope);
+        assert_eq!(recorded, vec![(p.clone(), PathKind::Directory)]);
+        assert!(check(&scope, &recorded).is_ok());
+        std::fs::remove_dir(&p).unwrap();
+        std::fs::write(&p, "x").unwrap();
+        let err = check(&scope, &recorded).unwrap_err().to_string();
+        assert!(err.contains(&p.display().to_string()), "{err}");
+        assert!(
+            err.contains("was a directory") && err.contains("is a file now"),
+            "{err}"
+        );
+        assert!(err.contains("hint:"), "{err}");
+    }
+
+    #[test]
+    fn missing_paths_and_runtime_entries_are_not_recorded() {
+        let t = tempfile::tempdir().unwrap();
+        let mut scope = scope_of(&t.path().join("later"));
+        scope.exec.push(ScopeEntry {
+            path: t.path().to_path_buf(),
+            source: ScopeSource::Runtime,
+        });
+        assert!(observe(&scope).is_empty());
+    }
+}
