@@ -262,6 +262,29 @@ mod imp {
         prog
     }
 
+    /// Our pid as the tracer names it. The jail runs the server as pid 2 of its own PID
+    /// namespace, where `getpid()` answers 2; `/proc` is the host's mount, so `/proc/self`
+    /// names the pid in the tracer's namespace. Called in the forked child: raw syscalls only.
+    fn host_pid() -> i32 {
+        let mut buf = [0u8; 16];
+        // SAFETY: readlink writes at most buf.len() bytes into buf.
+        let n =
+            unsafe { libc::readlink(c"/proc/self".as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n <= 0 {
+            // SAFETY: getpid has no preconditions.
+            return unsafe { libc::getpid() };
+        }
+        let mut pid: i32 = 0;
+        for &b in &buf[..n as usize] {
+            if !b.is_ascii_digit() {
+                // SAFETY: as above.
+                return unsafe { libc::getpid() };
+            }
+            pid = pid.saturating_mul(10).saturating_add(i32::from(b - b'0'));
+        }
+        pid
+    }
+
     fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(io::Error::from)
     }
@@ -279,7 +302,7 @@ mod imp {
         // (getpid, write, read, prctl, seccomp) on data allocated before the fork.
         unsafe {
             cmd.pre_exec(move || {
-                let pid: i32 = libc::getpid();
+                let pid: i32 = host_pid();
                 let bytes = pid.to_ne_bytes();
                 if libc::write(pid_w_raw, bytes.as_ptr().cast(), 4) != 4 {
                     return Err(io::Error::last_os_error());
