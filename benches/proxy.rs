@@ -167,6 +167,18 @@ fn direct_cmd(scope: &std::path::Path) -> Command {
     c
 }
 
+type Mode = (&'static str, fn(&std::path::Path) -> Command);
+
+/// What every table compares, in the order it is run (and printed): the first is the baseline.
+fn modes() -> [Mode; 4] {
+    [
+        ("direct", direct_cmd),
+        ("byte relay", relay_cmd),
+        ("proxy --no-jail", |scope| proxy_cmd(scope, &["--no-jail"])),
+        ("proxy (jailed)", |scope| proxy_cmd(scope, &[])),
+    ]
+}
+
 /// The round whose 10k-call wall is the median of `rounds` (its other figures come with it).
 fn median_round(mut rounds: Vec<Figures>) -> Figures {
     rounds.sort_by_key(|f| f.calls_wall);
@@ -181,13 +193,7 @@ fn main() {
     }
     let dir = tempfile::tempdir().unwrap();
     let scope = dir.path().canonicalize().unwrap();
-    type Mode = (&'static str, fn(&std::path::Path) -> Command);
-    let modes: [Mode; 4] = [
-        ("direct", direct_cmd),
-        ("byte relay", relay_cmd),
-        ("proxy --no-jail", |scope| proxy_cmd(scope, &["--no-jail"])),
-        ("proxy (jailed)", |scope| proxy_cmd(scope, &[])),
-    ];
+    let modes = modes();
     let mut rounds: Vec<Vec<Figures>> = modes.iter().map(|_| Vec::new()).collect();
     for _ in 0..ROUNDS {
         for (i, (_, cmd)) in modes.iter().enumerate() {
@@ -256,13 +262,7 @@ const STARTS: usize = 30;
 /// Spawn → `initialize` answer → `tools/list` answer, alternating direct / relay / proxy starts
 /// so drift lands on all alike; medians and the time each adds over direct.
 fn startup_table(scope: &std::path::Path) {
-    type Mode = (&'static str, fn(&std::path::Path) -> Command);
-    let modes: [Mode; 4] = [
-        ("direct", direct_cmd),
-        ("byte relay", relay_cmd),
-        ("proxy --no-jail", |scope| proxy_cmd(scope, &["--no-jail"])),
-        ("proxy (jailed)", |scope| proxy_cmd(scope, &[])),
-    ];
+    let modes = modes();
     let mut times: Vec<Vec<Duration>> = modes.iter().map(|_| Vec::new()).collect();
     for _ in 0..STARTS {
         for (i, (_, cmd)) in modes.iter().enumerate() {

@@ -75,6 +75,16 @@ impl Env {
     fn reg(&self) -> &str {
         self.registry.to_str().unwrap()
     }
+
+    /// `mcpjail registry add FILE…`, which must succeed.
+    fn add(&self, files: &[&Path]) -> Output {
+        let mut args = vec!["registry", "add"];
+        args.extend(files.iter().map(|f| f.to_str().unwrap()));
+        args.extend(["--registry", self.reg()]);
+        let out = self.run(&args);
+        assert!(out.status.success(), "{}", text(&out));
+        out
+    }
 }
 
 fn text(out: &Output) -> String {
@@ -142,24 +152,9 @@ fn add_supersede_verify_tamper_and_build() {
         "new.json",
         record(&npx_argv(), "sha256:bb".into(), "2026-12-01T00:00:00Z"),
     );
-    let out = env.run(&[
-        "registry",
-        "add",
-        old.to_str().unwrap(),
-        "--registry",
-        env.reg(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = env.add(&[&old]);
     assert!(text(&out).contains("added"), "{}", text(&out));
-    let out = env.run(&[
-        "registry",
-        "add",
-        new.to_str().unwrap(),
-        old.to_str().unwrap(),
-        "--registry",
-        env.reg(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = env.add(&[&new, &old]);
     assert!(
         text(&out).contains("superseded") && text(&out).contains("skipped"),
         "{}",
@@ -309,16 +304,7 @@ fn verify_checks_configured_servers_against_their_records() {
         "good.json",
         record(&argv, tools_digest(&live), "2026-12-01T00:00:00Z"),
     );
-    assert!(env
-        .run(&[
-            "registry",
-            "add",
-            good.to_str().unwrap(),
-            "--registry",
-            env.reg()
-        ])
-        .status
-        .success());
+    env.add(&[&good]);
     let out = verify(&env);
     assert!(out.status.success(), "{}", text(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -334,16 +320,7 @@ fn verify_checks_configured_servers_against_their_records() {
         "stale.json",
         record(&argv, tools_digest(&changed), "2026-12-02T00:00:00Z"),
     );
-    assert!(env
-        .run(&[
-            "registry",
-            "add",
-            stale.to_str().unwrap(),
-            "--registry",
-            env.reg()
-        ])
-        .status
-        .success());
+    env.add(&[&stale]);
     let out = verify(&env);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -359,16 +336,7 @@ fn serve_previews_the_site_on_localhost_and_nothing_outside_it() {
         "r.json",
         record(&npx_argv(), "sha256:aa".into(), "2026-12-01T00:00:00Z"),
     );
-    assert!(env
-        .run(&[
-            "registry",
-            "add",
-            rec.to_str().unwrap(),
-            "--registry",
-            env.reg()
-        ])
-        .status
-        .success());
+    env.add(&[&rec]);
     let mut child = Command::new(MCPJAIL)
         .args([
             "registry",
