@@ -1,9 +1,9 @@
 //! `mcpjail scan` output: SARIF 2.1.0 structure, the SVG badge, `--output`, `--config`.
 //!
-//! SARIF is checked structurally against the 2.1.0 specification's required properties
-//! (sarifLog: version, runs; run: tool.driver.name; result: message.text, ruleId/ruleIndex
-//! consistent with the driver's rules, level from the allowed set; reportingDescriptor: id).
-//! The official JSON schema is not vendored (no network in tests), so no full schema validation.
+//! SARIF is validated against the official OASIS SARIF 2.1.0 JSON schema (Errata 01, JSON
+//! Schema draft-04), vendored under `tests/schemas/` (see the README there), with formats
+//! checked; on top, what the schema cannot say: ruleId/ruleIndex consistent with the
+//! driver's rules, unique rule ids, a non-empty message, the tool as the logical location.
 
 use std::path::Path;
 use std::process::Command;
@@ -36,7 +36,32 @@ fn run(args: &[&str], mode: &str) -> (String, String, i32) {
     )
 }
 
+/// The vendored official schema, compiled with format checks (`uri`, `date-time`).
+fn sarif_validator() -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schemas/sarif-schema-2.1.0.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(schema["$schema"], "http://json-schema.org/draft-04/schema#");
+    jsonschema::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Every schema error of `doc`, as `instance path: message` lines.
+fn sarif_schema_errors(doc: &Value) -> Vec<String> {
+    sarif_validator()
+        .iter_errors(doc)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect()
+}
+
 fn check_sarif(doc: &Value) {
+    let errors = sarif_schema_errors(doc);
+    assert!(
+        errors.is_empty(),
+        "SARIF fails the 2.1.0 schema:\n{}\n{doc:#}",
+        errors.join("\n")
+    );
     assert_eq!(doc["version"], "2.1.0");
     assert!(doc["$schema"].as_str().unwrap().contains("sarif-2.1.0"));
     let runs = doc["runs"].as_array().expect("runs is an array");
@@ -110,6 +135,77 @@ fn sarif_of_a_confined_server_has_no_results() {
     let doc: Value = serde_json::from_str(&out).unwrap();
     check_sarif(&doc);
     assert!(doc["runs"][0]["results"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn sarif_of_every_verdict_validates_against_the_schema() {
+    // exfil (launders + exfiltrated) and honest are covered above; these add the
+    // MCPJAIL-LAUNDERS-only, MCPJAIL-UNDECLARED (start-up) and MCPJAIL-BROKEN results.
+    for (mode, rule) in [
+        ("naive", "MCPJAIL-LAUNDERS"),
+        ("startup-ssh", "MCPJAIL-UNDECLARED"),
+        ("broken", "MCPJAIL-BROKEN"),
+    ] {
+        let (out, err, _) = run(
+            &["--format", "sarif", "--no-jail-pass", "--max-probes", "2"],
+            mode,
+        );
+        let doc: Value =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{mode}: {e}\n{err}"));
+        check_sarif(&doc);
+        let results = doc["runs"][0]["results"].as_array().unwrap();
+        assert!(
+            results.iter().any(|r| r["ruleId"] == rule),
+            "{mode}: no {rule} result: {results:#?}"
+        );
+    }
+}
+
+#[test]
+fn the_sarif_schema_rejects_a_broken_document() {
+    // The validation above can fail: a result without its required `message`, a level
+    // outside the enum, a run without `tool`, a wrong version are all caught.
+    let good = serde_json::json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "mcpjail-scan", "rules": [{"id": "MCPJAIL-LAUNDERS"}]}},
+            "results": [{
+                "ruleId": "MCPJAIL-LAUNDERS", "ruleIndex": 0, "level": "error",
+                "message": {"text": "read_file: openat ../home/.ssh/id_rsa"},
+            }],
+        }],
+    });
+    assert!(
+        sarif_schema_errors(&good).is_empty(),
+        "{:?}",
+        sarif_schema_errors(&good)
+    );
+    type Mutation = (&'static str, fn(&mut Value));
+    let mutations: [Mutation; 5] = [
+        ("result without message", |d| {
+            d["runs"][0]["results"][0]
+                .as_object_mut()
+                .unwrap()
+                .remove("message");
+        }),
+        ("level outside the enum", |d| {
+            d["runs"][0]["results"][0]["level"] = "fatal".into();
+        }),
+        ("run without tool", |d| {
+            d["runs"][0].as_object_mut().unwrap().remove("tool");
+        }),
+        ("version 2.0.0", |d| d["version"] = "2.0.0".into()),
+        ("unknown property on a result", |d| {
+            d["runs"][0]["results"][0]["evidence"] = "x".into();
+        }),
+    ];
+    for (what, mutate) in mutations {
+        let mut doc = good.clone();
+        mutate(&mut doc);
+        let errors = sarif_schema_errors(&doc);
+        assert!(!errors.is_empty(), "{what}: accepted:\n{doc:#}");
+    }
 }
 
 #[test]
