@@ -353,3 +353,95 @@ fn installed_scans_every_local_server_in_the_client_configs() {
         ]
     );
 }
+
+/// `scripts/scan-ci.sh`, the CI recipe of docs/scan.md, run the way the doc runs it:
+/// `sh scan-ci.sh [--fail-on KIND] -- COMMAND … {scope}` in the project's directory, with
+/// `mcpjail` found on PATH.
+fn scan_ci(args: &[&str], cwd: &Path) -> (i32, String) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/scan-ci.sh");
+    let bin_dir = Path::new(MCPJAIL).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("sh")
+        .arg(&script)
+        .args(args)
+        .current_dir(cwd)
+        .env("PATH", path)
+        .env_remove("MCPJAIL")
+        .env_remove("MCPJAIL_SARIF")
+        .env_remove("MCPJAIL_BADGE")
+        .output()
+        .unwrap();
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), log)
+}
+
+#[test]
+fn the_documented_ci_script_runs() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scan.md"))
+        .unwrap();
+    // The doc's two recipes call the script, with this form and these file names.
+    assert!(
+        doc.contains("sh scan-ci.sh -- npx -y @scope/your-server@VERSION {scope}"),
+        "the shell recipe"
+    );
+    assert!(
+        doc.contains("sh .mcpjail/scripts/scan-ci.sh -- node dist/index.js {scope}"),
+        "the GitHub Actions recipe"
+    );
+    assert!(doc.contains("sarif_file: mcpjail.sarif") && doc.contains("path: mcpjail.svg"));
+
+    let fixture = fixture();
+    let project = tempfile::tempdir().unwrap();
+    let (code, log) = scan_ci(
+        &["--", "python3", &fixture, "honest", "{scope}"],
+        project.path(),
+    );
+    assert_eq!(code, 0, "{log}");
+    assert!(log.contains("no findings"), "{log}");
+    let sarif: Value = serde_json::from_str(
+        &std::fs::read_to_string(project.path().join("mcpjail.sarif")).unwrap(),
+    )
+    .unwrap();
+    check_sarif(&sarif);
+    assert_eq!(sarif["runs"][0]["properties"]["verdict"], "confined");
+    let svg = std::fs::read_to_string(project.path().join("mcpjail.svg")).unwrap();
+    assert!(svg.contains(">confined</text>"), "{svg}");
+
+    for args in [
+        &["--fail-on", "launders", "--"][..],
+        &["--"][..], // the defaults: --fail-on launders --fail-on exfiltrated
+    ] {
+        let project = tempfile::tempdir().unwrap();
+        let mut argv = args.to_vec();
+        argv.extend(["python3", &fixture, "naive", "{scope}"]);
+        let (code, log) = scan_ci(&argv, project.path());
+        assert_eq!(code, 1, "{argv:?}: {log}");
+        assert!(log.contains("findings, see mcpjail.sarif"), "{log}");
+        let sarif: Value = serde_json::from_str(
+            &std::fs::read_to_string(project.path().join("mcpjail.sarif")).unwrap(),
+        )
+        .unwrap();
+        check_sarif(&sarif);
+        assert_eq!(sarif["runs"][0]["properties"]["verdict"], "launders");
+        let svg = std::fs::read_to_string(project.path().join("mcpjail.svg")).unwrap();
+        assert!(svg.contains(">launders paths</text>"), "{svg}");
+    }
+
+    // A scan that cannot run is not "findings": 2.
+    let project = tempfile::tempdir().unwrap();
+    let (code, log) = scan_ci(
+        &["--", "/nonexistent/mcp-server", "{scope}"],
+        project.path(),
+    );
+    assert_eq!(code, 2, "{log}");
+    let (code, log) = scan_ci(&["--fail-on", "launders"], project.path());
+    assert_eq!(code, 2, "usage: {log}");
+}
