@@ -248,6 +248,41 @@ fn text_report_has_a_tool_table_and_the_verdict() {
 }
 
 #[test]
+fn a_scope_that_does_not_exist_is_noted() {
+    // Nothing to remap: the verdict cannot speak for the server's scope, and the report says so.
+    let out = Command::new(MCPJAIL)
+        .args([
+            "scan",
+            "--format",
+            "json",
+            "--no-jail-pass",
+            "--max-probes",
+            "1",
+        ])
+        .args([
+            "--",
+            "python3",
+            &fixture(),
+            "naive",
+            "/nonexistent/mcpjail-scope",
+        ])
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    assert!(r["server"]["remapped"].as_array().unwrap().is_empty());
+    let notes = r["notes"].to_string();
+    assert!(notes.contains("nothing was remapped"), "{notes}");
+    // With a scope that exists, no such note.
+    let (out, _, _) = run(
+        &["--format", "json", "--no-jail-pass", "--max-probes", "1"],
+        "naive",
+    );
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert!(!r["notes"].to_string().contains("nothing was remapped"));
+}
+
+#[test]
 fn json_report_is_versioned_and_keeps_the_server_stderr() {
     let (out, _, _) = run(
         &["--format", "json", "--no-jail-pass", "--max-probes", "1"],
