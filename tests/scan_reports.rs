@@ -1,9 +1,9 @@
 //! `mcpjail scan` output: SARIF 2.1.0 structure, the SVG badge, `--output`, `--config`.
 //!
-//! SARIF is checked structurally against the 2.1.0 specification's required properties
-//! (sarifLog: version, runs; run: tool.driver.name; result: message.text, ruleId/ruleIndex
-//! consistent with the driver's rules, level from the allowed set; reportingDescriptor: id).
-//! The official JSON schema is not vendored (no network in tests), so no full schema validation.
+//! SARIF is validated against the official OASIS SARIF 2.1.0 JSON schema (Errata 01, JSON
+//! Schema draft-04), vendored under `tests/schemas/` (see the README there), with formats
+//! checked; on top, what the schema cannot say: ruleId/ruleIndex consistent with the
+//! driver's rules, unique rule ids, a non-empty message, the tool as the logical location.
 
 use std::path::Path;
 use std::process::Command;
@@ -36,7 +36,32 @@ fn run(args: &[&str], mode: &str) -> (String, String, i32) {
     )
 }
 
+/// The vendored official schema, compiled with format checks (`uri`, `date-time`).
+fn sarif_validator() -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schemas/sarif-schema-2.1.0.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(schema["$schema"], "http://json-schema.org/draft-04/schema#");
+    jsonschema::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Every schema error of `doc`, as `instance path: message` lines.
+fn sarif_schema_errors(doc: &Value) -> Vec<String> {
+    sarif_validator()
+        .iter_errors(doc)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect()
+}
+
 fn check_sarif(doc: &Value) {
+    let errors = sarif_schema_errors(doc);
+    assert!(
+        errors.is_empty(),
+        "SARIF fails the 2.1.0 schema:\n{}\n{doc:#}",
+        errors.join("\n")
+    );
     assert_eq!(doc["version"], "2.1.0");
     assert!(doc["$schema"].as_str().unwrap().contains("sarif-2.1.0"));
     let runs = doc["runs"].as_array().expect("runs is an array");
@@ -113,6 +138,77 @@ fn sarif_of_a_confined_server_has_no_results() {
 }
 
 #[test]
+fn sarif_of_every_verdict_validates_against_the_schema() {
+    // exfil (launders + exfiltrated) and honest are covered above; these add the
+    // MCPJAIL-LAUNDERS-only, MCPJAIL-UNDECLARED (start-up) and MCPJAIL-BROKEN results.
+    for (mode, rule) in [
+        ("naive", "MCPJAIL-LAUNDERS"),
+        ("startup-ssh", "MCPJAIL-UNDECLARED"),
+        ("broken", "MCPJAIL-BROKEN"),
+    ] {
+        let (out, err, _) = run(
+            &["--format", "sarif", "--no-jail-pass", "--max-probes", "2"],
+            mode,
+        );
+        let doc: Value =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{mode}: {e}\n{err}"));
+        check_sarif(&doc);
+        let results = doc["runs"][0]["results"].as_array().unwrap();
+        assert!(
+            results.iter().any(|r| r["ruleId"] == rule),
+            "{mode}: no {rule} result: {results:#?}"
+        );
+    }
+}
+
+#[test]
+fn the_sarif_schema_rejects_a_broken_document() {
+    // The validation above can fail: a result without its required `message`, a level
+    // outside the enum, a run without `tool`, a wrong version are all caught.
+    let good = serde_json::json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "mcpjail-scan", "rules": [{"id": "MCPJAIL-LAUNDERS"}]}},
+            "results": [{
+                "ruleId": "MCPJAIL-LAUNDERS", "ruleIndex": 0, "level": "error",
+                "message": {"text": "read_file: openat ../home/.ssh/id_rsa"},
+            }],
+        }],
+    });
+    assert!(
+        sarif_schema_errors(&good).is_empty(),
+        "{:?}",
+        sarif_schema_errors(&good)
+    );
+    type Mutation = (&'static str, fn(&mut Value));
+    let mutations: [Mutation; 5] = [
+        ("result without message", |d| {
+            d["runs"][0]["results"][0]
+                .as_object_mut()
+                .unwrap()
+                .remove("message");
+        }),
+        ("level outside the enum", |d| {
+            d["runs"][0]["results"][0]["level"] = "fatal".into();
+        }),
+        ("run without tool", |d| {
+            d["runs"][0].as_object_mut().unwrap().remove("tool");
+        }),
+        ("version 2.0.0", |d| d["version"] = "2.0.0".into()),
+        ("unknown property on a result", |d| {
+            d["runs"][0]["results"][0]["evidence"] = "x".into();
+        }),
+    ];
+    for (what, mutate) in mutations {
+        let mut doc = good.clone();
+        mutate(&mut doc);
+        let errors = sarif_schema_errors(&doc);
+        assert!(!errors.is_empty(), "{what}: accepted:\n{doc:#}");
+    }
+}
+
+#[test]
 fn badge_names_the_verdict_in_its_colour() {
     let dir = tempfile::tempdir().unwrap();
     for (mode, label, colour) in [
@@ -149,6 +245,41 @@ fn text_report_has_a_tool_table_and_the_verdict() {
     assert!(out.contains("[dotdot-relative]"), "{out}");
     // Not a terminal: no progress bar, and the server's stderr is not passed through.
     assert!(!err.contains("scanning ["), "{err}");
+}
+
+#[test]
+fn a_scope_that_does_not_exist_is_noted() {
+    // Nothing to remap: the verdict cannot speak for the server's scope, and the report says so.
+    let out = Command::new(MCPJAIL)
+        .args([
+            "scan",
+            "--format",
+            "json",
+            "--no-jail-pass",
+            "--max-probes",
+            "1",
+        ])
+        .args([
+            "--",
+            "python3",
+            &fixture(),
+            "naive",
+            "/nonexistent/mcpjail-scope",
+        ])
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    assert!(r["server"]["remapped"].as_array().unwrap().is_empty());
+    let notes = r["notes"].to_string();
+    assert!(notes.contains("nothing was remapped"), "{notes}");
+    // With a scope that exists, no such note.
+    let (out, _, _) = run(
+        &["--format", "json", "--no-jail-pass", "--max-probes", "1"],
+        "naive",
+    );
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert!(!r["notes"].to_string().contains("nothing was remapped"));
 }
 
 #[test]
@@ -256,4 +387,96 @@ fn installed_scans_every_local_server_in_the_client_configs() {
             ("fx-naive".to_string(), "launders".to_string())
         ]
     );
+}
+
+/// `scripts/scan-ci.sh`, the CI recipe of docs/scan.md, run the way the doc runs it:
+/// `sh scan-ci.sh [--fail-on KIND] -- COMMAND … {scope}` in the project's directory, with
+/// `mcpjail` found on PATH.
+fn scan_ci(args: &[&str], cwd: &Path) -> (i32, String) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/scan-ci.sh");
+    let bin_dir = Path::new(MCPJAIL).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("sh")
+        .arg(&script)
+        .args(args)
+        .current_dir(cwd)
+        .env("PATH", path)
+        .env_remove("MCPJAIL")
+        .env_remove("MCPJAIL_SARIF")
+        .env_remove("MCPJAIL_BADGE")
+        .output()
+        .unwrap();
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), log)
+}
+
+#[test]
+fn the_documented_ci_script_runs() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scan.md"))
+        .unwrap();
+    // The doc's two recipes call the script, with this form and these file names.
+    assert!(
+        doc.contains("sh scan-ci.sh -- npx -y @scope/your-server@VERSION {scope}"),
+        "the shell recipe"
+    );
+    assert!(
+        doc.contains("sh .mcpjail/scripts/scan-ci.sh -- node dist/index.js {scope}"),
+        "the GitHub Actions recipe"
+    );
+    assert!(doc.contains("sarif_file: mcpjail.sarif") && doc.contains("path: mcpjail.svg"));
+
+    let fixture = fixture();
+    let project = tempfile::tempdir().unwrap();
+    let (code, log) = scan_ci(
+        &["--", "python3", &fixture, "honest", "{scope}"],
+        project.path(),
+    );
+    assert_eq!(code, 0, "{log}");
+    assert!(log.contains("no findings"), "{log}");
+    let sarif: Value = serde_json::from_str(
+        &std::fs::read_to_string(project.path().join("mcpjail.sarif")).unwrap(),
+    )
+    .unwrap();
+    check_sarif(&sarif);
+    assert_eq!(sarif["runs"][0]["properties"]["verdict"], "confined");
+    let svg = std::fs::read_to_string(project.path().join("mcpjail.svg")).unwrap();
+    assert!(svg.contains(">confined</text>"), "{svg}");
+
+    for args in [
+        &["--fail-on", "launders", "--"][..],
+        &["--"][..], // the defaults: --fail-on launders --fail-on exfiltrated
+    ] {
+        let project = tempfile::tempdir().unwrap();
+        let mut argv = args.to_vec();
+        argv.extend(["python3", &fixture, "naive", "{scope}"]);
+        let (code, log) = scan_ci(&argv, project.path());
+        assert_eq!(code, 1, "{argv:?}: {log}");
+        assert!(log.contains("findings, see mcpjail.sarif"), "{log}");
+        let sarif: Value = serde_json::from_str(
+            &std::fs::read_to_string(project.path().join("mcpjail.sarif")).unwrap(),
+        )
+        .unwrap();
+        check_sarif(&sarif);
+        assert_eq!(sarif["runs"][0]["properties"]["verdict"], "launders");
+        let svg = std::fs::read_to_string(project.path().join("mcpjail.svg")).unwrap();
+        assert!(svg.contains(">launders paths</text>"), "{svg}");
+    }
+
+    // A scan that cannot run is not "findings": 2.
+    let project = tempfile::tempdir().unwrap();
+    let (code, log) = scan_ci(
+        &["--", "/nonexistent/mcp-server", "{scope}"],
+        project.path(),
+    );
+    assert_eq!(code, 2, "{log}");
+    let (code, log) = scan_ci(&["--fail-on", "launders"], project.path());
+    assert_eq!(code, 2, "usage: {log}");
 }

@@ -410,6 +410,14 @@ async fn scan_full(opts: &ScanOptions, progress: &mut dyn Progress) -> Result<Fu
     let mut notes = Vec::new();
     let absolute = absolutize(&opts.command, &opts.cwd);
     let (argv, remapped) = sandbox::remap_argv(&absolute, &sb.scope, &opts.cwd);
+    if remapped.is_empty() {
+        notes.push(
+            "no argument of the command is an existing file or directory: nothing was remapped \
+             into the scan scope, so the server's own scope lies outside the scan sandbox and the \
+             verdict means little (pass the scope as an existing directory)"
+                .to_string(),
+        );
+    }
     let name = opts
         .name
         .clone()
