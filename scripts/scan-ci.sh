@@ -12,9 +12,11 @@
 # exfiltrated` is used.
 #
 # Environment:
-#   MCPJAIL          the mcpjail binary (default: `mcpjail` on PATH; when there is none, it is
-#                    installed with `cargo install --locked --git $MCPJAIL_GIT mcpjail`)
-#   MCPJAIL_GIT      default https://github.com/mcpjail/mcpjail
+#   MCPJAIL          the mcpjail binary (default: `mcpjail` on PATH; when there is none and
+#                    MCPJAIL_GIT is set, it is installed with
+#                    `cargo install --locked --git $MCPJAIL_GIT mcpjail`)
+#   MCPJAIL_GIT      the git URL of the mcpjail repository to install from (no default: this
+#                    script does not guess where your copy of mcpjail comes from)
 #   MCPJAIL_SARIF    the SARIF file (default mcpjail.sarif)
 #   MCPJAIL_BADGE    the SVG badge (default mcpjail.svg)
 set -eu
@@ -44,11 +46,14 @@ if [ -n "${MCPJAIL:-}" ]; then
     mcpjail=$MCPJAIL
 elif command -v mcpjail >/dev/null 2>&1; then
     mcpjail=mcpjail
-else
-    git_url=${MCPJAIL_GIT:-https://github.com/mcpjail/mcpjail}
+elif [ -n "${MCPJAIL_GIT:-}" ]; then
+    git_url=$MCPJAIL_GIT
     echo "$me: installing mcpjail from $git_url" >&2
     cargo install --locked --git "$git_url" mcpjail || { echo "$me: cargo install failed" >&2; exit 2; }
     mcpjail=mcpjail
+else
+    echo "$me: error: mcpjail is not on PATH; hint: put it there (cargo install --locked --path <mcpjail checkout>), set MCPJAIL=/path/to/mcpjail, or set MCPJAIL_GIT to the mcpjail repository's git URL to install it from" >&2
+    exit 2
 fi
 
 scope=$(mktemp -d "${TMPDIR:-/tmp}/mcpjail-ci-scope.XXXXXX")
