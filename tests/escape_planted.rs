@@ -785,3 +785,170 @@ async fn a_state_directory_that_is_a_symlink_is_not_granted_as_its_target() {
         jailed.notes
     );
 }
+
+/// `mcpjail` with an isolated HOME and XDG config under `r`.
+fn mcpjail_cli(r: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_mcpjail"));
+    c.current_dir(r)
+        .env("HOME", r.join("home"))
+        .env("XDG_CONFIG_HOME", r.join("config"))
+        .env("XDG_STATE_HOME", r.join("state"))
+        .env("NO_COLOR", "1")
+        .env_remove("MCPJAIL_LOG")
+        .env_remove("RUST_LOG");
+    c
+}
+
+/// Start the proxy on `serve_tools.py FILE` (its policy found by name), send `initialize`,
+/// close stdin: (exit success, stdout, stderr).
+fn proxy_initialize(r: &Path, serve: &Path, file: &Path) -> (bool, String, String) {
+    use std::io::Write as _;
+    let mut child = mcpjail_cli(r)
+        .args(["proxy", "--name", "kinds", "--pin", "off", "--", "python3"])
+        .arg(serve)
+        .arg(file)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn the proxy");
+    if let Some(mut stdin) = child.stdin.take() {
+        // A proxy that refused to start may already be gone: a failed write is part of that.
+        let _ = stdin.write_all(
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":\
+              {\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\
+              \"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n",
+        );
+    }
+    let out = child.wait_with_output().expect("wait for the proxy");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[derive(Clone, Copy, Debug)]
+enum KindSwap {
+    Unchanged,
+    Directory,
+    SymlinkOutside,
+}
+
+/// Issue 9 class 3, kinds persisted with the policy: `policy derive --write` records that the
+/// server's file scope is a file; if it is then replaced, the proxy refuses to start.
+fn policy_kinds_case(swap: KindSwap) -> (PathBuf, PathBuf, (bool, String, String)) {
+    let (t, r) = root();
+    // Leak the temp dir for the caller's assertions on paths (removed with the test's /tmp).
+    let r = {
+        let _keep = t.keep();
+        r
+    };
+    std::fs::create_dir_all(r.join("home")).unwrap();
+    let serve = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/schemas/serve_tools.py");
+    let file = r.join("proj/tools.json");
+    write(
+        &file,
+        r#"[{"name": "echo", "inputSchema": {"type": "object"}}]"#,
+    );
+    write(&r.join("outside/secret.txt"), &token());
+    let out = mcpjail_cli(&r)
+        .args([
+            "policy", "derive", "--write", "--name", "kinds", "--", "python3",
+        ])
+        .arg(&serve)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "derive: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let saved = r.join("config/mcpjail/servers/kinds.toml");
+    let text = std::fs::read_to_string(&saved).unwrap();
+    assert!(
+        text.contains(&format!("[kinds]\n\"{}\" = \"file\"", file.display())),
+        "{text}"
+    );
+    match swap {
+        KindSwap::Unchanged => {}
+        KindSwap::Directory => {
+            std::fs::remove_file(&file).unwrap();
+            std::fs::create_dir(&file).unwrap();
+        }
+        KindSwap::SymlinkOutside => {
+            std::fs::remove_file(&file).unwrap();
+            std::os::unix::fs::symlink(r.join("outside"), &file).unwrap();
+        }
+    }
+    let run = proxy_initialize(&r, &serve, &file);
+    (r, saved, run)
+}
+
+#[test]
+fn a_policy_file_records_scope_kinds_and_an_unchanged_scope_starts() {
+    let (_r, _saved, (ok, stdout, stderr)) = policy_kinds_case(KindSwap::Unchanged);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("serve-tools"), "{stdout}\n{stderr}");
+    assert!(!stderr.contains("refusing to start"), "{stderr}");
+}
+
+#[test]
+fn a_policy_file_scope_replaced_by_a_directory_is_refused() {
+    let (r, saved, (ok, stdout, stderr)) = policy_kinds_case(KindSwap::Directory);
+    let file = r.join("proj/tools.json");
+    assert!(!ok, "the proxy started: {stdout}");
+    assert!(!stdout.contains("serve-tools"), "{stdout}");
+    assert!(stderr.contains(&file.display().to_string()), "{stderr}");
+    assert!(
+        stderr.contains("was a file") && stderr.contains("is a directory now"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("mcpjail policy derive --write")
+            && stderr.contains(&saved.display().to_string()),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_policy_file_scope_replaced_by_a_symlink_outside_is_refused() {
+    let (r, saved, (ok, stdout, stderr)) = policy_kinds_case(KindSwap::SymlinkOutside);
+    let file = r.join("proj/tools.json");
+    assert!(!ok, "the proxy started: {stdout}");
+    assert!(
+        stderr.contains(&file.display().to_string())
+            && stderr.contains("was a file")
+            && stderr.contains("is a symlink now")
+            && stderr.contains("mcpjail policy derive --write"),
+        "{stderr}"
+    );
+    // Control: the same policy without its `[kinds]` table (a file written before kinds were
+    // recorded) still loads, and derives the planted link as the outside directory, writable.
+    let text = std::fs::read_to_string(&saved).unwrap();
+    let start = text.find("\n# What each scope path is now").unwrap();
+    let end = text[start..].find("\n# Tools").map(|i| start + i).unwrap();
+    let old = format!("{}{}", &text[..start], &text[end..]);
+    assert!(!old.contains("[kinds]"));
+    let old_file = r.join("old.toml");
+    std::fs::write(&old_file, old).unwrap();
+    let out = mcpjail_cli(&r)
+        .args(["policy", "export", "--format", "srt", "--policy"])
+        .arg(&old_file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let srt: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        srt["filesystem"]["allowWrite"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!(r.join("outside").to_string_lossy())),
+        "{srt}"
+    );
+}

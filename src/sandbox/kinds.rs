@@ -17,7 +17,7 @@ use super::SandboxError;
 use crate::policy::{Scope, ScopeSource};
 
 /// What a path is, without following a final symlink.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PathKind {
     File,
@@ -90,10 +90,52 @@ pub fn check(scope: &Scope, recorded: &[(PathBuf, PathKind)]) -> Result<(), Sand
                 path: path.to_path_buf(),
                 was: *was,
                 now,
+                recorded_in: None,
             });
         }
     }
     Ok(())
+}
+
+/// Refuse if a path whose kind a policy file records (`[kinds]`, written by
+/// `mcpjail policy derive --write`) is now of another kind. Checked on the recorded path
+/// itself, before anything resolves it: a file scope replaced by a symlink to a directory
+/// elsewhere would otherwise be derived as that directory. A recorded path that is not
+/// canonical any more (a directory on the way became a symlink) counts as a symlink now. A
+/// path that does not exist now is not refused here (the jail grants only what exists).
+pub fn check_recorded(
+    policy_file: &Path,
+    recorded: &[(PathBuf, PathKind)],
+) -> Result<(), SandboxError> {
+    for (path, was) in recorded {
+        let Some(mut now) = kind_of(path) else {
+            continue;
+        };
+        if now != PathKind::Symlink && std::fs::canonicalize(path).is_ok_and(|c| c != *path) {
+            now = PathKind::Symlink;
+        }
+        if now != *was {
+            return Err(SandboxError::ScopeKindChanged {
+                path: path.clone(),
+                was: *was,
+                now,
+                recorded_in: Some(policy_file.to_path_buf()),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The hint of [`SandboxError::ScopeKindChanged`]: what to do if the change is intended.
+pub(super) fn changed_hint(recorded_in: &Option<PathBuf>) -> String {
+    match recorded_in {
+        Some(file) => format!(
+            "the kind was recorded in the policy file {}; if the change is intended, check              it and re-derive with `mcpjail policy derive --write`",
+            file.display()
+        ),
+        None => "if the change is intended, restart mcpjail so the scope is derived again, or                  name the path you mean with --allow-read/--allow-write"
+            .to_string(),
+    }
 }
 
 #[cfg(test)]
