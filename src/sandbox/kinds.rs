@@ -9,6 +9,10 @@
 //! the first start and each respawn — checks them again ([`check`]) and refuses to start.
 //! A path that did not exist when the scope was derived is not recorded (the jail grants only
 //! what exists, and symlinks are refused by [`super::planted`] anyway).
+//!
+//! The kinds also persist with the policy: `mcpjail policy derive --write` writes them into the
+//! policy file (`[kinds]`), and the proxy checks them ([`check_recorded`]) on the paths as
+//! recorded, before derivation resolves (and would follow) them, at start and on every respawn.
 
 use std::fmt;
 use std::path::{Path, PathBuf};

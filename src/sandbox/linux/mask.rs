@@ -5,7 +5,14 @@
 //! propagates back to the host), make each protected name read-only with a bind of itself over
 //! itself remounted read-only, then cover each denied file with a read-only, `nodev` bind of
 //! `/dev/null` (opening it fails with EACCES, writing too; renaming or unlinking it fails with
-//! EBUSY) and each denied directory with an empty read-only tmpfs (mode 000). The server cannot
+//! EBUSY) and each denied directory with an empty read-only tmpfs (mode 000).
+//!
+//! No mount is made by path: each target is opened in the new namespace with
+//! `openat2(RESOLVE_NO_SYMLINKS)` and mounted on through that descriptor (`open_tree` clone +
+//! `move_mount`, a tmpfs through `fsopen`/`fsmount`), with its attributes (read-only, `nodev`,
+//! `nosuid`, `noexec`) set on the detached tree before it is attached. A symlink planted in a
+//! target's place or above it since the jail was prepared fails the start with ELOOP instead of
+//! moving the mask or the writable bind to wherever it points. The server cannot
 //! undo a mask: the seccomp filter denies `mount`, `umount2`, `move_mount`, `open_tree`,
 //! `fsopen`/`fsmount`/`fspick`, `mount_setattr`, `pivot_root`, `unshare`, `setns` and
 //! namespace-creating `clone`, and `open_by_handle_at` (which could reopen the covered inode).
@@ -13,9 +20,10 @@
 //! remount, pivot_root, move_mount) to the restricted server: a second, independent barrier.
 //!
 //! The same namespace closes what Landlock does not mediate at all — chmod (set-uid bits
-//! included), chown, utimes and xattr changes on files outside the scope: every write grant is
-//! bound onto itself (a mount of its own), then every mount is made read-only (`mount_setattr`,
-//! recursive) and the write grants writable again, so those calls fail with EROFS outside them.
+//! included), chown, utimes and xattr changes on files outside the scope: every mount is made
+//! read-only (`mount_setattr`, recursive), then a copy of each write grant's mount tree, writable
+//! again at its root only, is attached over the grant (a mount of its own), so those calls fail
+//! with EROFS outside them.
 //! Costs: a rename between two write grants crosses mounts (EXDEV); a mount nested inside a
 //! write grant stays read-only. The server cannot undo it: it holds no capability after `exec`.
 //!
