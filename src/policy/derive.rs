@@ -864,6 +864,21 @@ mod tests {
     }
 
     #[test]
+    fn policy_file_kinds_are_optional_and_checked_for_values() {
+        let p = Path::new("/x/p.toml");
+        let old = parse_policy_file(p, "write = [\"/d\"]\n").unwrap();
+        assert!(old.kinds.is_empty());
+        let new =
+            parse_policy_file(p, "write = [\"/d\"]\n[kinds]\n\"/d\" = \"directory\"\n").unwrap();
+        assert_eq!(
+            new.kinds.get("/d"),
+            Some(&crate::sandbox::PathKind::Directory)
+        );
+        let err = parse_policy_file(p, "[kinds]\n\"/d\" = \"folder\"\n").unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+    }
+
+    #[test]
     fn policy_file_errors_name_line_and_field() {
         let p = Path::new("/x/p.toml");
         let err = parse_policy_file(p, "read = []\n\nwrtie = [\"a\"]\n").unwrap_err();

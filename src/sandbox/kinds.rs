@@ -187,4 +187,34 @@ mod tests {
         });
         assert!(observe(&scope).is_empty());
     }
+
+    #[test]
+    fn recorded_kinds_refuse_a_symlink_in_place_or_above_and_accept_unchanged_or_missing() {
+        let t = tempfile::tempdir().unwrap();
+        let r = std::fs::canonicalize(t.path()).unwrap();
+        let policy = r.join("p.toml");
+        let file = r.join("proj/data.jsonl");
+        std::fs::create_dir_all(r.join("proj")).unwrap();
+        std::fs::create_dir_all(r.join("elsewhere")).unwrap();
+        std::fs::write(&file, "x").unwrap();
+        std::fs::write(r.join("elsewhere/data.jsonl"), "y").unwrap();
+        let recorded = vec![(file.clone(), PathKind::File)];
+        assert!(check_recorded(&policy, &recorded).is_ok());
+        // Missing now: nothing to grant, nothing refused.
+        assert!(check_recorded(&policy, &[(r.join("gone"), PathKind::File)]).is_ok());
+        // A directory on the way became a symlink: the path still names a file, elsewhere.
+        std::fs::rename(r.join("proj"), r.join("proj.orig")).unwrap();
+        std::os::unix::fs::symlink(r.join("elsewhere"), r.join("proj")).unwrap();
+        assert_eq!(kind_of(&file), Some(PathKind::File));
+        let err = check_recorded(&policy, &recorded).unwrap_err().to_string();
+        assert!(
+            err.contains("was a file") && err.contains("is a symlink now"),
+            "{err}"
+        );
+        assert!(
+            err.contains(&policy.display().to_string())
+                && err.contains("mcpjail policy derive --write"),
+            "{err}"
+        );
+    }
 }
