@@ -785,3 +785,456 @@ async fn a_state_directory_that_is_a_symlink_is_not_granted_as_its_target() {
         jailed.notes
     );
 }
+
+/// `mcpjail` with an isolated HOME and XDG config under `r`.
+fn mcpjail_cli(r: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_mcpjail"));
+    c.current_dir(r)
+        .env("HOME", r.join("home"))
+        .env("XDG_CONFIG_HOME", r.join("config"))
+        .env("XDG_STATE_HOME", r.join("state"))
+        .env("NO_COLOR", "1")
+        .env_remove("MCPJAIL_LOG")
+        .env_remove("RUST_LOG");
+    c
+}
+
+/// Start the proxy on `serve_tools.py FILE` (its policy found by name), send `initialize`,
+/// close stdin: (exit success, stdout, stderr).
+fn proxy_initialize(r: &Path, serve: &Path, file: &Path) -> (bool, String, String) {
+    use std::io::Write as _;
+    let mut child = mcpjail_cli(r)
+        .args(["proxy", "--name", "kinds", "--pin", "off", "--", "python3"])
+        .arg(serve)
+        .arg(file)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn the proxy");
+    if let Some(mut stdin) = child.stdin.take() {
+        // A proxy that refused to start may already be gone: a failed write is part of that.
+        let _ = stdin.write_all(
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":\
+              {\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\
+              \"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n",
+        );
+    }
+    let out = child.wait_with_output().expect("wait for the proxy");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[derive(Clone, Copy, Debug)]
+enum KindSwap {
+    Unchanged,
+    Directory,
+    SymlinkOutside,
+}
+
+/// Issue 9 class 3, kinds persisted with the policy: `policy derive --write` records that the
+/// server's file scope is a file; if it is then replaced, the proxy refuses to start.
+fn policy_kinds_case(swap: KindSwap) -> (PathBuf, PathBuf, (bool, String, String)) {
+    let (t, r) = root();
+    // Leak the temp dir for the caller's assertions on paths (removed with the test's /tmp).
+    let r = {
+        let _keep = t.keep();
+        r
+    };
+    std::fs::create_dir_all(r.join("home")).unwrap();
+    let serve = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/schemas/serve_tools.py");
+    let file = r.join("proj/tools.json");
+    write(
+        &file,
+        r#"[{"name": "echo", "inputSchema": {"type": "object"}}]"#,
+    );
+    write(&r.join("outside/secret.txt"), &token());
+    let out = mcpjail_cli(&r)
+        .args([
+            "policy", "derive", "--write", "--name", "kinds", "--", "python3",
+        ])
+        .arg(&serve)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "derive: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let saved = r.join("config/mcpjail/servers/kinds.toml");
+    let text = std::fs::read_to_string(&saved).unwrap();
+    assert!(
+        text.contains(&format!("[kinds]\n\"{}\" = \"file\"", file.display())),
+        "{text}"
+    );
+    match swap {
+        KindSwap::Unchanged => {}
+        KindSwap::Directory => {
+            std::fs::remove_file(&file).unwrap();
+            std::fs::create_dir(&file).unwrap();
+        }
+        KindSwap::SymlinkOutside => {
+            std::fs::remove_file(&file).unwrap();
+            std::os::unix::fs::symlink(r.join("outside"), &file).unwrap();
+        }
+    }
+    let run = proxy_initialize(&r, &serve, &file);
+    (r, saved, run)
+}
+
+#[test]
+fn a_policy_file_records_scope_kinds_and_an_unchanged_scope_starts() {
+    let (_r, _saved, (ok, stdout, stderr)) = policy_kinds_case(KindSwap::Unchanged);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("serve-tools"), "{stdout}\n{stderr}");
+    assert!(!stderr.contains("refusing to start"), "{stderr}");
+}
+
+#[test]
+fn a_policy_file_scope_replaced_by_a_directory_is_refused() {
+    let (r, saved, (ok, stdout, stderr)) = policy_kinds_case(KindSwap::Directory);
+    let file = r.join("proj/tools.json");
+    assert!(!ok, "the proxy started: {stdout}");
+    assert!(!stdout.contains("serve-tools"), "{stdout}");
+    assert!(stderr.contains(&file.display().to_string()), "{stderr}");
+    assert!(
+        stderr.contains("was a file") && stderr.contains("is a directory now"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("mcpjail policy derive --write")
+            && stderr.contains(&saved.display().to_string()),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_policy_file_scope_replaced_by_a_symlink_outside_is_refused() {
+    let (r, saved, (ok, stdout, stderr)) = policy_kinds_case(KindSwap::SymlinkOutside);
+    let file = r.join("proj/tools.json");
+    assert!(!ok, "the proxy started: {stdout}");
+    assert!(
+        stderr.contains(&file.display().to_string())
+            && stderr.contains("was a file")
+            && stderr.contains("is a symlink now")
+            && stderr.contains("mcpjail policy derive --write"),
+        "{stderr}"
+    );
+    // Control: the same policy without its `[kinds]` table (a file written before kinds were
+    // recorded) still loads, and derives the planted link as the outside directory, writable.
+    let text = std::fs::read_to_string(&saved).unwrap();
+    let start = text.find("\n# What each scope path is now").unwrap();
+    let end = text[start..].find("\n# Tools").map(|i| start + i).unwrap();
+    let old = format!("{}{}", &text[..start], &text[end..]);
+    assert!(!old.contains("[kinds]"));
+    let old_file = r.join("old.toml");
+    std::fs::write(&old_file, old).unwrap();
+    let out = mcpjail_cli(&r)
+        .args(["policy", "export", "--format", "srt", "--policy"])
+        .arg(&old_file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let srt: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        srt["filesystem"]["allowWrite"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!(r.join("outside").to_string_lossy())),
+        "{srt}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mounts made on descriptors: a link planted between `prepare` and the child's start.
+
+/// argv[1]: JSON list of `[name, op, path]`, op `chmod` (to 04777) or `write` (create/append).
+const SWAP_PROBE: &str = r##"
+import errno, json, os, sys
+out = {}
+for name, op, p in json.loads(sys.argv[1]):
+    try:
+        if op == "chmod":
+            os.chmod(p, 0o4777)
+        elif op == "write":
+            with open(p, "a") as f:
+                f.write("planted\n")
+        out[name] = "OK"
+    except OSError as e:
+        out[name] = "ERR:" + errno.errorcode.get(e.errno, str(e.errno))
+print(json.dumps(out))
+"##;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SwapCase {
+    /// A write grant (`proj/data`) replaced by a symlink to `outside`.
+    WriteGrant,
+    /// A protected name bound read-only over itself (`repo/.git/hooks`) replaced by a symlink
+    /// to `outside` (the real hooks directory moved to `repo/.git/h`).
+    CarveTarget,
+}
+
+/// A fresh tree for `case` under `r`, owned by `owner` (None: the caller).
+fn swap_tree(r: &Path, case: SwapCase, owner: Option<u32>) {
+    write(&r.join("outside/secret.txt"), "secret");
+    std::fs::set_permissions(
+        r.join("outside/secret.txt"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    match case {
+        SwapCase::WriteGrant => write(&r.join("proj/data/mine.txt"), "mine"),
+        SwapCase::CarveTarget => {
+            write(&r.join("repo/.git/hooks/pre-commit.sample"), "#!/bin/sh\n");
+            write(&r.join("repo/README"), "readme");
+        }
+    }
+    if let Some(uid) = owner {
+        let st = std::process::Command::new("chown")
+            .args(["-R", &format!("{uid}:{uid}")])
+            .arg(r)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+}
+
+fn swap_scope(r: &Path, case: SwapCase) -> Scope {
+    Scope {
+        write: vec![entry(&match case {
+            SwapCase::WriteGrant => r.join("proj/data"),
+            SwapCase::CarveTarget => r.join("repo"),
+        })],
+        ..Scope::default()
+    }
+}
+
+fn swap_ops(r: &Path, case: SwapCase) -> serde_json::Value {
+    let s = |p: PathBuf| p.to_string_lossy().into_owned();
+    match case {
+        SwapCase::WriteGrant => serde_json::json!([
+            [
+                "chmod_via_grant",
+                "chmod",
+                s(r.join("proj/data/secret.txt"))
+            ],
+            ["chmod_outside", "chmod", s(r.join("outside/secret.txt"))],
+            ["write_via_grant", "write", s(r.join("proj/data/new.txt"))],
+        ]),
+        SwapCase::CarveTarget => serde_json::json!([
+            [
+                "plant_in_moved_hooks",
+                "write",
+                s(r.join("repo/.git/h/post-commit"))
+            ],
+            ["write_via_hooks", "write", s(r.join("repo/.git/hooks/x"))],
+        ]),
+    }
+}
+
+/// Prepare the jail for `case`, then swap its target for a symlink to `outside`, then spawn.
+/// `Err`: the spawn was refused (the message).
+async fn prepare_swap_spawn(
+    r: &Path,
+    case: SwapCase,
+    control: bool,
+) -> Result<BTreeMap<String, String>, String> {
+    let opts = JailOptions {
+        disabled: control,
+        ..JailOptions::default()
+    };
+    let env: Vec<(OsString, OsString)> = vec![
+        ("PATH".into(), "/usr/bin:/bin".into()),
+        ("HOME".into(), r.as_os_str().to_owned()),
+    ];
+    let command: Vec<String> = vec![
+        "/usr/bin/python3".into(),
+        "-c".into(),
+        SWAP_PROBE.into(),
+        swap_ops(r, case).to_string(),
+    ];
+    let scope = swap_scope(r, case);
+    let jail = sandbox::prepare_with_env(&scope, &command, r, &opts, &env)
+        .map_err(|e| format!("prepare: {e}"))?;
+    if !control {
+        assert!(
+            jail.report()
+                .layers
+                .iter()
+                .any(|l| l.layer == "metadata" && l.enforcement == sandbox::Enforcement::Fully),
+            "the mount namespace is not used here: {:?}",
+            jail.report()
+        );
+    }
+    // The swap, after `prepare` and before the child starts.
+    let (target, moved) = match case {
+        SwapCase::WriteGrant => (r.join("proj/data"), r.join("proj/data.orig")),
+        SwapCase::CarveTarget => (r.join("repo/.git/hooks"), r.join("repo/.git/h")),
+    };
+    std::fs::rename(&target, &moved).unwrap();
+    std::os::unix::fs::symlink(r.join("outside"), &target).unwrap();
+    let mut cmd = jail.command();
+    cmd.stdin(std::process::Stdio::null()).kill_on_drop(true);
+    let out = cmd.output().await.map_err(|e| e.to_string())?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "probe failed: {}", out.status);
+    Ok(serde_json::from_str(stdout.trim()).unwrap())
+}
+
+const SWAP_DIR: &str = "MCPJAIL_SWAP_HELPER_DIR";
+const SWAP_CASE: &str = "MCPJAIL_SWAP_HELPER_CASE";
+const SWAP_CONTROL: &str = "MCPJAIL_SWAP_HELPER_CONTROL";
+
+/// Not a test on its own: [`prepare_swap_spawn`] as another uid (started through `setpriv`).
+#[tokio::test]
+async fn helper_swap_as_another_uid() {
+    let Some(dir) = std::env::var_os(SWAP_DIR) else {
+        return;
+    };
+    let case = match std::env::var(SWAP_CASE).as_deref() {
+        Ok("carve") => SwapCase::CarveTarget,
+        _ => SwapCase::WriteGrant,
+    };
+    let control = std::env::var_os(SWAP_CONTROL).is_some();
+    let out = match prepare_swap_spawn(Path::new(&dir), case, control).await {
+        Ok(results) => serde_json::json!({"results": results}),
+        Err(e) => serde_json::json!({"refused": e}),
+    };
+    println!("SWAP-RESULT {out}");
+}
+
+/// One run of `case`, in a fresh tree, as the caller (`None`) or as `nobody`.
+async fn swap_run(
+    case: SwapCase,
+    nobody: bool,
+    control: bool,
+) -> (PathBuf, Result<BTreeMap<String, String>, String>) {
+    let (t, r) = root();
+    let _keep = t.keep();
+    swap_tree(&r, case, nobody.then_some(NOBODY));
+    if !nobody {
+        return (r.clone(), prepare_swap_spawn(&r, case, control).await);
+    }
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = std::process::Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&exe)
+        .args(["helper_swap_as_another_uid", "--exact", "--nocapture"])
+        .env(SWAP_DIR, &r)
+        .env(
+            SWAP_CASE,
+            if case == SwapCase::CarveTarget {
+                "carve"
+            } else {
+                "grant"
+            },
+        )
+        .env("TMPDIR", "/tmp");
+    if control {
+        cmd.env(SWAP_CONTROL, "1");
+    }
+    let out = cmd.output().expect("setpriv(1) from util-linux");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "helper failed: {}", out.status);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("SWAP-RESULT "))
+        .expect("the helper's result line");
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    let res = match v.get("refused").and_then(|e| e.as_str()) {
+        Some(e) => Err(e.to_string()),
+        None => Ok(serde_json::from_value(v["results"].clone()).unwrap()),
+    };
+    (r, res)
+}
+
+fn mode_of(p: &Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+async fn write_grant_swap(nobody: bool) {
+    // Control: unjailed, the swapped grant path leads outside — a bind made by path would be
+    // made there (and that mount made writable: chmod outside would then work).
+    let (r, control) = swap_run(SwapCase::WriteGrant, nobody, true).await;
+    let control = control.expect("the unjailed run starts");
+    println!("control: {control:?}");
+    assert_eq!(
+        control.get("chmod_via_grant").map(String::as_str),
+        Some("OK")
+    );
+    assert_eq!(mode_of(&r.join("outside/secret.txt")), 0o4777);
+    assert!(r.join("outside/new.txt").exists());
+    // Jailed: the grant is opened without following links in the child: the start is refused,
+    // and nothing outside changed.
+    let (r, jailed) = swap_run(SwapCase::WriteGrant, nobody, false).await;
+    match &jailed {
+        Err(e) => assert!(e.contains("symbolic links"), "{e}"),
+        Ok(res) => {
+            assert!(
+                res.values().all(|v| v.starts_with("ERR")),
+                "jailed: {res:?}"
+            );
+        }
+    }
+    println!("jailed: {jailed:?}");
+    assert_eq!(mode_of(&r.join("outside/secret.txt")), 0o644);
+    assert!(!r.join("outside/new.txt").exists());
+}
+
+async fn carve_target_swap(nobody: bool) {
+    // Control: unjailed, the swapped `.git/hooks` leads outside (a read-only bind made by path
+    // would land there, leaving the moved real hooks directory writable).
+    let (r, control) = swap_run(SwapCase::CarveTarget, nobody, true).await;
+    let control = control.expect("the unjailed run starts");
+    println!("control: {control:?}");
+    assert_eq!(
+        control.get("write_via_hooks").map(String::as_str),
+        Some("OK")
+    );
+    assert!(r.join("outside/x").exists());
+    assert_eq!(
+        control.get("plant_in_moved_hooks").map(String::as_str),
+        Some("OK")
+    );
+    // Jailed: refused at the start; no hook planted in the moved directory.
+    let (r, jailed) = swap_run(SwapCase::CarveTarget, nobody, false).await;
+    println!("jailed: {jailed:?}");
+    match &jailed {
+        Err(e) => assert!(e.contains("symbolic links"), "{e}"),
+        Ok(res) => assert!(
+            res.values().all(|v| v.starts_with("ERR")),
+            "jailed: {res:?}"
+        ),
+    }
+    assert!(!r.join("repo/.git/h/post-commit").exists());
+    assert!(!r.join("outside/x").exists());
+}
+
+#[tokio::test]
+async fn a_write_grant_swapped_for_a_symlink_after_prepare_is_not_followed() {
+    write_grant_swap(false).await;
+}
+
+#[tokio::test]
+async fn a_write_grant_swapped_for_a_symlink_after_prepare_is_not_followed_as_nobody() {
+    write_grant_swap(true).await;
+}
+
+#[tokio::test]
+async fn a_carve_target_swapped_for_a_symlink_after_prepare_is_not_followed() {
+    carve_target_swap(false).await;
+}
+
+#[tokio::test]
+async fn a_carve_target_swapped_for_a_symlink_after_prepare_is_not_followed_as_nobody() {
+    carve_target_swap(true).await;
+}

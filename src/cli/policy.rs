@@ -604,6 +604,29 @@ impl<'a> Report<'a> {
                 out.push_str(&format!("#   {}\n", e.path.display()));
             }
         }
+        // Recorded now, checked whenever the proxy loads this file: a path of another kind then
+        // (a file replaced by a directory or a symlink) is refused rather than granted.
+        let kinds = crate::sandbox::observe_kinds(scope);
+        if !kinds.is_empty() {
+            out.push_str(
+                "\n# What each scope path is now; the proxy refuses to start if one changes kind\n\
+                 # (re-derive with `mcpjail policy derive --write` after checking the change).\n\
+                 [kinds]\n",
+            );
+            for (path, kind) in &kinds {
+                let name = match kind {
+                    crate::sandbox::PathKind::File => "file",
+                    crate::sandbox::PathKind::Directory => "directory",
+                    crate::sandbox::PathKind::Symlink => "symlink",
+                    crate::sandbox::PathKind::Other => "other",
+                };
+                out.push_str(&format!(
+                    "{} = {}\n",
+                    toml_string(&path.to_string_lossy()),
+                    toml_string(name)
+                ));
+            }
+        }
         out.push_str("\n# Tools (path arguments as JSON pointers; `*` = any index or key).\n");
         for (t, src) in &self.tools {
             let args = if t.path_args.is_empty() {

@@ -150,6 +150,16 @@ pub fn resolve_settings(
         super::UserError::new(format!("cannot derive the scope for `{name}`: {e}"))
             .with_hint("check the --policy file and the --allow-read/--allow-write paths")
     })?;
+    // What the policy file recorded (`policy derive --write`) is checked first, on the paths
+    // as recorded: a file scope replaced by a symlink was derived above as its target.
+    let policy_kinds = match &derived.policy_file {
+        Some(file) if !derived.recorded_kinds.is_empty() => {
+            crate::sandbox::check_recorded_kinds(file, &derived.recorded_kinds)
+                .map_err(|e| super::UserError::new(e.to_string()))?;
+            Some((file.clone(), derived.recorded_kinds.clone()))
+        }
+        _ => None,
+    };
     for note in &derived.notes {
         tracing::info!("{note}");
     }
@@ -208,6 +218,7 @@ pub fn resolve_settings(
             env_keep: args.env_keep.clone(),
             state_dir,
             derived_kinds,
+            policy_kinds,
             ..Default::default()
         },
         deny_as: match args.deny_as {

@@ -68,6 +68,10 @@ pub struct Derived {
     /// The policy file's `state` directories (also in the write scope): whoever starts the
     /// server creates the missing ones first.
     pub state_dirs: Vec<PathBuf>,
+    /// The policy file's `[kinds]`: what each scope path was when the file was written (paths
+    /// absolute, not resolved: a link planted since must not be followed). Whoever starts the
+    /// server refuses if one changed ([`crate::sandbox::check_recorded_kinds`]).
+    pub recorded_kinds: Vec<(PathBuf, crate::sandbox::PathKind)>,
 }
 
 impl Derived {
@@ -123,6 +127,7 @@ pub fn derive_scope_with_env(
     };
     let mut policy = PolicyFile::default();
     let mut state_dirs = Vec::new();
+    let mut recorded_kinds = Vec::new();
     if let Some(path) = &policy_path {
         let text = std::fs::read_to_string(path).map_err(|e| DeriveError::PolicyFile {
             path: path.clone(),
@@ -158,6 +163,18 @@ pub fn derive_scope_with_env(
                 };
                 push_read_or_write(&mut scope, write, entry);
             }
+        }
+        for (raw, kind) in &policy.kinds {
+            if raw.is_empty() || raw.contains('\0') {
+                return Err(DeriveError::PolicyFile {
+                    path: path.clone(),
+                    message: format!(
+                        "line {}: table `kinds`: {raw:?} is not a path",
+                        line_of(&text, raw)
+                    ),
+                });
+            }
+            recorded_kinds.push((file_ctx.cwd.join(raw), *kind));
         }
     }
 
@@ -247,6 +264,7 @@ pub fn derive_scope_with_env(
         policy_file: policy_path,
         tools: policy.tools,
         state_dirs,
+        recorded_kinds,
     })
 }
 
@@ -843,6 +861,21 @@ mod tests {
         assert!(t.read_only);
         assert!(d.notes.iter().any(|n| n.contains("ignore_argv")));
         assert!(d.notes.iter().any(|n| n.contains("does not exist yet")));
+    }
+
+    #[test]
+    fn policy_file_kinds_are_optional_and_checked_for_values() {
+        let p = Path::new("/x/p.toml");
+        let old = parse_policy_file(p, "write = [\"/d\"]\n").unwrap();
+        assert!(old.kinds.is_empty());
+        let new =
+            parse_policy_file(p, "write = [\"/d\"]\n[kinds]\n\"/d\" = \"directory\"\n").unwrap();
+        assert_eq!(
+            new.kinds.get("/d"),
+            Some(&crate::sandbox::PathKind::Directory)
+        );
+        let err = parse_policy_file(p, "[kinds]\n\"/d\" = \"folder\"\n").unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
     }
 
     #[test]

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::derive::DeriveError;
 use super::scope::validate_deny_globs;
+use crate::sandbox::PathKind;
 
 /// The policy file schema (TOML):
 ///
@@ -18,6 +19,11 @@ use super::scope::validate_deny_globs;
 /// deny  = ["**/*.sqlite-journal"]         # extra deny globs (absolute or **/ patterns)
 /// state = ["~/.claude-server-commander"]  # the server's own state dirs: read-write, created
 /// ignore_argv = false                     # true: do not add paths from the server's argv
+///
+/// [kinds]                                 # written by `policy derive --write`:
+/// "/home/u/data" = "directory"            # what each scope path was (file, directory,
+///                                         # symlink, other); the proxy refuses to start if
+///                                         # one is of another kind now
 ///
 /// [tools.write_file]
 /// read_only = true                        # this tool only gets read scope
@@ -38,6 +44,10 @@ pub struct PolicyFile {
     pub state: Vec<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ignore_argv: bool,
+    /// What each scope path was when the policy was derived (keys: paths, relative ones to
+    /// this file). Optional: files written before kinds were recorded load without it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kinds: BTreeMap<String, PathKind>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tools: BTreeMap<String, ToolPolicy>,
 }

@@ -9,6 +9,10 @@
 //! the first start and each respawn — checks them again ([`check`]) and refuses to start.
 //! A path that did not exist when the scope was derived is not recorded (the jail grants only
 //! what exists, and symlinks are refused by [`super::planted`] anyway).
+//!
+//! The kinds also persist with the policy: `mcpjail policy derive --write` writes them into the
+//! policy file (`[kinds]`), and the proxy checks them ([`check_recorded`]) on the paths as
+//! recorded, before derivation resolves (and would follow) them, at start and on every respawn.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -17,7 +21,7 @@ use super::SandboxError;
 use crate::policy::{Scope, ScopeSource};
 
 /// What a path is, without following a final symlink.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PathKind {
     File,
@@ -90,10 +94,52 @@ pub fn check(scope: &Scope, recorded: &[(PathBuf, PathKind)]) -> Result<(), Sand
                 path: path.to_path_buf(),
                 was: *was,
                 now,
+                recorded_in: None,
             });
         }
     }
     Ok(())
+}
+
+/// Refuse if a path whose kind a policy file records (`[kinds]`, written by
+/// `mcpjail policy derive --write`) is now of another kind. Checked on the recorded path
+/// itself, before anything resolves it: a file scope replaced by a symlink to a directory
+/// elsewhere would otherwise be derived as that directory. A recorded path that is not
+/// canonical any more (a directory on the way became a symlink) counts as a symlink now. A
+/// path that does not exist now is not refused here (the jail grants only what exists).
+pub fn check_recorded(
+    policy_file: &Path,
+    recorded: &[(PathBuf, PathKind)],
+) -> Result<(), SandboxError> {
+    for (path, was) in recorded {
+        let Some(mut now) = kind_of(path) else {
+            continue;
+        };
+        if now != PathKind::Symlink && std::fs::canonicalize(path).is_ok_and(|c| c != *path) {
+            now = PathKind::Symlink;
+        }
+        if now != *was {
+            return Err(SandboxError::ScopeKindChanged {
+                path: path.clone(),
+                was: *was,
+                now,
+                recorded_in: Some(policy_file.to_path_buf()),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The hint of [`SandboxError::ScopeKindChanged`]: what to do if the change is intended.
+pub(super) fn changed_hint(recorded_in: &Option<PathBuf>) -> String {
+    match recorded_in {
+        Some(file) => format!(
+            "the kind was recorded in the policy file {}; if the change is intended, check              it and re-derive with `mcpjail policy derive --write`",
+            file.display()
+        ),
+        None => "if the change is intended, restart mcpjail so the scope is derived again, or                  name the path you mean with --allow-read/--allow-write"
+            .to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -140,5 +186,35 @@ mod tests {
             source: ScopeSource::Runtime,
         });
         assert!(observe(&scope).is_empty());
+    }
+
+    #[test]
+    fn recorded_kinds_refuse_a_symlink_in_place_or_above_and_accept_unchanged_or_missing() {
+        let t = tempfile::tempdir().unwrap();
+        let r = std::fs::canonicalize(t.path()).unwrap();
+        let policy = r.join("p.toml");
+        let file = r.join("proj/data.jsonl");
+        std::fs::create_dir_all(r.join("proj")).unwrap();
+        std::fs::create_dir_all(r.join("elsewhere")).unwrap();
+        std::fs::write(&file, "x").unwrap();
+        std::fs::write(r.join("elsewhere/data.jsonl"), "y").unwrap();
+        let recorded = vec![(file.clone(), PathKind::File)];
+        assert!(check_recorded(&policy, &recorded).is_ok());
+        // Missing now: nothing to grant, nothing refused.
+        assert!(check_recorded(&policy, &[(r.join("gone"), PathKind::File)]).is_ok());
+        // A directory on the way became a symlink: the path still names a file, elsewhere.
+        std::fs::rename(r.join("proj"), r.join("proj.orig")).unwrap();
+        std::os::unix::fs::symlink(r.join("elsewhere"), r.join("proj")).unwrap();
+        assert_eq!(kind_of(&file), Some(PathKind::File));
+        let err = check_recorded(&policy, &recorded).unwrap_err().to_string();
+        assert!(
+            err.contains("was a file") && err.contains("is a symlink now"),
+            "{err}"
+        );
+        assert!(
+            err.contains(&policy.display().to_string())
+                && err.contains("mcpjail policy derive --write"),
+            "{err}"
+        );
     }
 }

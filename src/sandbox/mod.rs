@@ -38,7 +38,9 @@ pub use explain::{
     explain_failure, explain_start_failure, mentions_permission_error, refused_in, Cause,
     Explanation, Fix, Needed, Refused,
 };
-pub use kinds::{kind_of, observe as observe_kinds, PathKind};
+pub use kinds::{
+    check_recorded as check_recorded_kinds, kind_of, observe as observe_kinds, PathKind,
+};
 pub use report::KernelSupport;
 
 /// How the proxy wants the server jailed.
@@ -62,6 +64,9 @@ pub struct JailOptions {
     /// later (a respawn) refuses to start if one of them changed kind since (file ↔ directory,
     /// or became a symlink). Empty: nothing recorded, nothing checked.
     pub derived_kinds: Vec<(PathBuf, PathKind)>,
+    /// The kinds a policy file records (`[kinds]`) and that file: checked on every jail
+    /// prepared from this scope too ([`kinds::check_recorded`]).
+    pub policy_kinds: Option<(PathBuf, Vec<(PathBuf, PathKind)>)>,
 }
 
 /// How well one layer is enforced.
@@ -96,15 +101,16 @@ pub enum SandboxError {
     Prepare(String),
     #[error(
         "scope path {} was {was} when the scope was derived and is {now} now: refusing to start \
-         the server rather than grant what it has become (hint: find out who replaced it; if the \
-         change is intended, restart mcpjail so the scope is derived again, or name the path you \
-         mean with --allow-read/--allow-write)",
-        path.display()
+         the server rather than grant what it has become (hint: find out who replaced it; {})",
+        path.display(),
+        kinds::changed_hint(recorded_in)
     )]
     ScopeKindChanged {
         path: PathBuf,
         was: PathKind,
         now: PathKind,
+        /// The policy file that recorded the kind (`None`: recorded when this run derived it).
+        recorded_in: Option<PathBuf>,
     },
 }
 
@@ -218,6 +224,9 @@ pub fn prepare_with_env(
         });
     }
 
+    if let Some((file, recorded)) = &opts.policy_kinds {
+        kinds::check_recorded(file, recorded)?;
+    }
     kinds::check(scope, &opts.derived_kinds)?;
 
     // A package runner's resolve step runs here, outside the jail, with the user's own

@@ -9,8 +9,10 @@
 //!
 //! The checks run when the jail is prepared. The Landlock rules are then made from descriptors
 //! opened without following any link (`linux::landlock`), so a link planted after these checks
-//! is refused rather than followed; a scope path that changed kind since the scope was derived
-//! is refused by [`super::kinds`].
+//! is refused rather than followed; the masks and write-grant binds are mounted on descriptors
+//! opened in the child the same way (`linux::mask`); a scope path that changed kind since the
+//! scope was derived (in this run, or since a policy file recorded it) is refused by
+//! [`super::kinds`].
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,14 @@
 //! propagates back to the host), make each protected name read-only with a bind of itself over
 //! itself remounted read-only, then cover each denied file with a read-only, `nodev` bind of
 //! `/dev/null` (opening it fails with EACCES, writing too; renaming or unlinking it fails with
-//! EBUSY) and each denied directory with an empty read-only tmpfs (mode 000). The server cannot
+//! EBUSY) and each denied directory with an empty read-only tmpfs (mode 000).
+//!
+//! No mount is made by path: each target is opened in the new namespace with
+//! `openat2(RESOLVE_NO_SYMLINKS)` and mounted on through that descriptor (`open_tree` clone +
+//! `move_mount`, a tmpfs through `fsopen`/`fsmount`), with its attributes (read-only, `nodev`,
+//! `nosuid`, `noexec`) set on the detached tree before it is attached. A symlink planted in a
+//! target's place or above it since the jail was prepared fails the start with ELOOP instead of
+//! moving the mask or the writable bind to wherever it points. The server cannot
 //! undo a mask: the seccomp filter denies `mount`, `umount2`, `move_mount`, `open_tree`,
 //! `fsopen`/`fsmount`/`fspick`, `mount_setattr`, `pivot_root`, `unshare`, `setns` and
 //! namespace-creating `clone`, and `open_by_handle_at` (which could reopen the covered inode).
@@ -13,9 +20,10 @@
 //! remount, pivot_root, move_mount) to the restricted server: a second, independent barrier.
 //!
 //! The same namespace closes what Landlock does not mediate at all — chmod (set-uid bits
-//! included), chown, utimes and xattr changes on files outside the scope: every write grant is
-//! bound onto itself (a mount of its own), then every mount is made read-only (`mount_setattr`,
-//! recursive) and the write grants writable again, so those calls fail with EROFS outside them.
+//! included), chown, utimes and xattr changes on files outside the scope: every mount is made
+//! read-only (`mount_setattr`, recursive), then a copy of each write grant's mount tree, writable
+//! again at its root only, is attached over the grant (a mount of its own), so those calls fail
+//! with EROFS outside them.
 //! Costs: a rename between two write grants crosses mounts (EXDEV); a mount nested inside a
 //! write grant stays read-only. The server cannot undo it: it holds no capability after `exec`.
 //!
@@ -41,18 +49,10 @@ use crate::sandbox::carve::{Mask, MaskKind};
 use crate::sandbox::SandboxError;
 
 const DEV_NULL: &CStr = c"/dev/null";
-const TMPFS: &CStr = c"tmpfs";
-const TMPFS_OPTIONS: &CStr = c"mode=000";
 const ROOT: &CStr = c"/";
 const SETGROUPS: &CStr = c"/proc/self/setgroups";
 const UID_MAP: &CStr = c"/proc/self/uid_map";
 const GID_MAP: &CStr = c"/proc/self/gid_map";
-
-/// Flags every mask is (re)mounted with. Adding `nodev`/`nosuid`/`noexec` also keeps any of them
-/// that are locked on the source mount (clearing a locked flag in a user namespace is EPERM); an
-/// unspecified atime mode is preserved on remount.
-const MASK_FLAGS: libc::c_ulong =
-    libc::MS_RDONLY | libc::MS_NODEV | libc::MS_NOSUID | libc::MS_NOEXEC;
 
 /// The masks, as NUL-terminated paths ready for the child.
 #[derive(Debug, Clone, Default)]
@@ -97,6 +97,8 @@ pub enum MaskStep {
     BindWritable,
     ReadOnlyRest,
     WritableAgain,
+    OpenTarget,
+    OpenWritable,
 }
 
 impl MaskStep {
@@ -114,6 +116,8 @@ impl MaskStep {
             10 => MaskStep::BindWritable,
             11 => MaskStep::ReadOnlyRest,
             12 => MaskStep::WritableAgain,
+            13 => MaskStep::OpenTarget,
+            14 => MaskStep::OpenWritable,
             _ => return None,
         })
     }
@@ -138,25 +142,19 @@ impl MaskFailure {
     }
 }
 
-/// Bind `source` over `path`, then remount that bind read-only (`MASK_FLAGS`). Runs in the
-/// forked child: raw syscalls only.
-fn bind_sealed(
-    source: &CStr,
-    path: &CStr,
-    bind_flags: libc::c_ulong,
-    bind_step: MaskStep,
+/// Attach the detached `tree` over the object `target` names, sealed (read-only, `nodev`,
+/// `nosuid`, `noexec`: set on the tree before it is attached, so no path is walked again).
+/// Runs in the forked child: raw syscalls only.
+fn attach_sealed(
+    tree: std::os::fd::OwnedFd,
+    target: &std::os::fd::OwnedFd,
+    step: MaskStep,
     index: usize,
 ) -> Result<(), MaskFailure> {
-    sys::mount(Some(source), path, None, bind_flags, None)
-        .map_err(MaskFailure::at(bind_step, index))?;
-    sys::mount(
-        None,
-        path,
-        None,
-        libc::MS_BIND | libc::MS_REMOUNT | MASK_FLAGS,
-        None,
-    )
-    .map_err(MaskFailure::at(MaskStep::RemountReadOnly, index))
+    use std::os::fd::AsFd;
+    sys::set_mount_attr_fd(tree.as_fd(), sys::MOUNT_ATTR_SEALED, 0)
+        .map_err(MaskFailure::at(MaskStep::RemountReadOnly, index))?;
+    sys::attach_tree(tree.as_fd(), target.as_fd()).map_err(MaskFailure::at(step, index))
 }
 
 impl MaskPlan {
@@ -225,44 +223,46 @@ impl MaskPlan {
         };
         sys::mount(None, ROOT, None, libc::MS_REC | libc::MS_PRIVATE, None)
             .map_err(MaskFailure::at(MaskStep::MakePrivate, 0))?;
+        // Every target is opened here, in the new mount namespace, without following any link
+        // (`openat2(RESOLVE_NO_SYMLINKS)`), and mounted on through that descriptor
+        // (`open_tree` + `move_mount`): a link planted in a target's place (or above it) since
+        // the jail was prepared fails the start (ELOOP) instead of moving the mount.
+        use std::os::fd::AsFd;
         if let Some(writable) = &self.writable {
-            for (i, path) in writable.iter().enumerate() {
-                sys::mount(Some(path), path, None, libc::MS_BIND | libc::MS_REC, None)
-                    .map_err(MaskFailure::at(MaskStep::BindWritable, i))?;
-            }
             sys::set_mount_readonly(ROOT, true, true)
                 .map_err(MaskFailure::at(MaskStep::ReadOnlyRest, 0))?;
-            // Only the bind itself: a mount nested inside a write grant stays read-only rather
-            // than a mount that was read-only before being made writable.
+            // Each write grant: a copy of its (now read-only) mount tree, writable again at its
+            // root only — a mount nested inside a write grant stays read-only — attached over
+            // the grant itself, so it is a mount of its own.
             for (i, path) in writable.iter().enumerate() {
-                sys::set_mount_readonly(path, false, false)
+                let target = sys::open_no_symlinks(path)
+                    .map_err(MaskFailure::at(MaskStep::OpenWritable, i))?;
+                let tree = sys::clone_tree_of(target.as_fd(), true)
+                    .map_err(MaskFailure::at(MaskStep::BindWritable, i))?;
+                sys::set_mount_attr_fd(tree.as_fd(), 0, sys::MOUNT_ATTR_RDONLY)
                     .map_err(MaskFailure::at(MaskStep::WritableAgain, i))?;
+                sys::attach_tree(tree.as_fd(), target.as_fd())
+                    .map_err(MaskFailure::at(MaskStep::BindWritable, i))?;
             }
         }
         for (i, (path, kind)) in self.entries.iter().enumerate() {
-            match kind {
-                MaskKind::File => {
-                    bind_sealed(DEV_NULL, path, libc::MS_BIND, MaskStep::BindDevNull, i)?
-                }
+            let target =
+                sys::open_no_symlinks(path).map_err(MaskFailure::at(MaskStep::OpenTarget, i))?;
+            let tree = match kind {
+                MaskKind::File => sys::clone_tree_at(DEV_NULL)
+                    .map_err(MaskFailure::at(MaskStep::BindDevNull, i))?,
                 // Recursive, so masks already mounted inside it (deepest first) come along.
-                MaskKind::ReadOnly => bind_sealed(
-                    path.as_c_str(),
-                    path,
-                    libc::MS_BIND | libc::MS_REC,
-                    MaskStep::BindSelf,
-                    i,
-                )?,
-                MaskKind::Dir => {
-                    sys::mount(
-                        Some(TMPFS),
-                        path,
-                        Some(TMPFS),
-                        MASK_FLAGS,
-                        Some(TMPFS_OPTIONS),
-                    )
-                    .map_err(MaskFailure::at(MaskStep::MountTmpfs, i))?;
-                }
-            }
+                MaskKind::ReadOnly => sys::clone_tree_of(target.as_fd(), true)
+                    .map_err(MaskFailure::at(MaskStep::BindSelf, i))?,
+                MaskKind::Dir => sys::detached_tmpfs(c"mode", c"000", sys::MOUNT_ATTR_SEALED)
+                    .map_err(MaskFailure::at(MaskStep::MountTmpfs, i))?,
+            };
+            let step = match kind {
+                MaskKind::File => MaskStep::BindDevNull,
+                MaskKind::ReadOnly => MaskStep::BindSelf,
+                MaskKind::Dir => MaskStep::MountTmpfs,
+            };
+            attach_sealed(tree, &target, step, i)?;
         }
         Ok(namespaces)
     }
@@ -350,6 +350,15 @@ impl MaskPlan {
             MaskStep::ReadOnlyRest => "making every mount read-only (mount_setattr)".to_string(),
             MaskStep::WritableAgain => format!(
                 "making write grant {} writable again",
+                self.writable_path(f.index)
+            ),
+            MaskStep::OpenTarget => format!(
+                "opening {path} without following links (ELOOP: a symlink was planted in its \
+                 place or above it since the jail was prepared)"
+            ),
+            MaskStep::OpenWritable => format!(
+                "opening write grant {} without following links (ELOOP: a symlink was planted \
+                 in its place or above it since the jail was prepared)",
                 self.writable_path(f.index)
             ),
         };
