@@ -764,14 +764,11 @@ fn closing_stdin_mid_call_ends_as_direct_fixture() {
     assert_eq!(eof_mid_call(Server::Fixture, Mode::Proxied), direct);
 }
 
-/// Known difference, not yet fixed: direct, `npx … server-everything` finishes the
-/// long-running call after stdin closes and answers it (exit 0); jailed, the server exits 0
-/// *without* answering and the proxy reports "the MCP server exited (status 0) before
-/// answering". Suspected cause: under the jail `npx` is the PID namespace's main process and
-/// exits at EOF, which kills the node server it started (still finishing the call) with the
-/// namespace; direct, that node process outlives `npx` and answers.
+/// server-everything, with the call sent right before EOF: direct, the server reads the call,
+/// then EOF, finishes it and answers (exit 0). The proxy used to close the server's stdin at
+/// the client's EOF while it still held the call (waiting for its own `tools/list` prefetch),
+/// so the server exited 0 without ever seeing it and the client got -32603 instead.
 #[test]
-#[ignore = "known transparency bug: jailed npx server killed with its PID namespace at EOF"]
 fn closing_stdin_mid_call_ends_as_direct_everything() {
     let direct = eof_mid_call(Server::Everything, Mode::Direct);
     assert_eq!(direct.1, 0);
