@@ -302,6 +302,10 @@ fn fixture_script(w: &World) -> (Value, usize) {
     ));
     steps.push(call("read_file", json!({"path": w.p("home/.ssh/id_rsa")})));
     steps.push(call("read_file", json!({"path": "/etc/shadow"})));
+    // `~` is the home directory to the proxy (the fixture reads a literal `~` dir under `/`).
+    steps.push(call("read_file", json!({"path": "~/.ssh/id_rsa"})));
+    // Without a base argument a relative path is relative to the server's cwd, `/`.
+    steps.push(call("read_many", json!({"paths": ["a.txt"]})));
     let script = json!({"timeout": 30, "roots": [w.p("scope")], "steps": steps});
     (script, n)
 }
@@ -331,6 +335,8 @@ fn fixture_sdk(client: Client) {
         .fixture_calls()
         .iter()
         .any(|c| c["arguments"]["path"] == "/etc/shadow"));
+    assert_control(&d, &p, n + 3, &w.p("home/.ssh/id_rsa"));
+    assert_control(&d, &p, n + 4, "/a.txt");
     // Denied calls never reached the jailed server.
     for c in p.fixture_calls() {
         let path = c["arguments"]["path"].as_str().unwrap_or("");
