@@ -2,13 +2,17 @@
 //! default flags plus `--pin off`, a fresh HOME so no state leaks), with the Python SDK client,
 //! the TypeScript SDK client and raw JSON-RPC lines, against `@modelcontextprotocol/server-everything`
 //! (from the offline npx cache of `scripts/test-deps.sh`) and our own `mcpjail-fixture-files`.
-//! What the client sees must be equal after normalising what legitimately varies (timestamps,
-//! random ids, temp paths).
+//! What the client sees must be equal after normalising what legitimately varies (the temp
+//! root, timestamps, server-everything's random weather values).
 //!
-//! The exceptions are asserted exactly and explained where they occur: the proxy fails closed
-//! on a line it cannot judge (not UTF-8, a byte-order mark, a batch) — but answers the
-//! request's own id so no client is left waiting — and the **controls**, real path violations
-//! that the proxy must deny while the direct server attempts them.
+//! The intended differences are asserted exactly and explained where they occur:
+//! - the proxy fails closed on a line it cannot judge (not UTF-8, a byte-order mark: answered
+//!   with the request's own id; a batch: one -32600 with `id: null` that says "batch");
+//! - a request the server never answers (the fixture cannot parse a lone surrogate) gets a
+//!   -32603 `mcpjail/server_failure` from the proxy when the server ends; never a cancelled one;
+//! - the proxy asks a client for its roots once itself when the server has not asked yet by
+//!   the first stateful request (raw server-everything session), never twice;
+//! - the **controls**: real path violations the proxy denies while the direct server tries them.
 //!
 //! No sleeps: every wait is on a message, a stderr line or an exit, with a bounded deadline.
 
