@@ -65,8 +65,17 @@ impl Malformed {
     }
 }
 
+const BATCH: &str = "JSON-RPC batches (arrays) are not part of MCP since 2025-06-18 and mcpjail \
+                     does not accept them; send one message per line";
+
 /// Read the envelope of one line, classifying failures as parse errors or invalid requests.
 pub fn parse_envelope(content: &[u8]) -> Result<Envelope<'_>, Malformed> {
+    // Serde reads a struct from an array too (its members in field order), so a batch would
+    // parse as an envelope whose `id` is the first request: say what it is before that.
+    let first = content.iter().find(|b| !b.is_ascii_whitespace()).copied();
+    if first == Some(b'[') && serde_json::from_slice::<IgnoredAny>(content).is_ok() {
+        return Err(Malformed::Invalid(BATCH.into()));
+    }
     match serde_json::from_slice::<Envelope<'_>>(content) {
         Ok(env) => {
             if let Some(id) = env.id {
@@ -101,9 +110,7 @@ pub fn parse_envelope(content: &[u8]) -> Result<Envelope<'_>, Malformed> {
                         .copied()
                         .unwrap_or(b' ');
                     Err(Malformed::Invalid(if first == b'[' {
-                        "JSON-RPC batches (arrays) are not part of MCP since 2025-06-18 and mcpjail does \
-                         not accept them; send one message per line"
-                            .into()
+                        BATCH.into()
                     } else if first != b'{' {
                         "a JSON-RPC message must be a JSON object".into()
                     } else {
@@ -378,6 +385,20 @@ mod tests {
                 .unwrap();
         assert_eq!(env.method.as_deref(), Some("tools/call"));
         assert_eq!(env.params.unwrap().get(), r#"{"x":1}"#);
+    }
+
+    /// A batch of requests is named as a batch, not as "a request id that is an object" (serde
+    /// reads a struct from an array, so the first request would otherwise be taken as the id).
+    #[test]
+    fn a_batch_is_refused_as_a_batch() {
+        for line in [
+            &br#"[{"jsonrpc":"2.0","id":"b","method":"ping"}]"#[..],
+            br#" [{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]"#,
+            b"[]",
+        ] {
+            let err = parse_envelope(line).unwrap_err();
+            assert_eq!(err, Malformed::Invalid(BATCH.into()));
+        }
     }
 
     #[test]

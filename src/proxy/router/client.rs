@@ -501,6 +501,14 @@ impl Router {
         self.reply(line);
     }
 
+    /// Client requests are held for something the server (not the client) will bring: the
+    /// tool list, or a respawned server's handshake. After the client's EOF the server's stdin
+    /// stays open until they are forwarded. Held for the client's own roots answer, they never
+    /// will be (the client has closed): then not.
+    pub(super) fn holds_for_server(&self) -> bool {
+        (self.paused || !self.held.is_empty()) && self.roots.asked.is_none()
+    }
+
     /// Re-run held client frames now that the tool list is known (or will not be).
     pub(super) fn release_held(&mut self, child: &mut ServerChild) {
         let held = self.take_held();

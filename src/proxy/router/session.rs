@@ -200,9 +200,15 @@ where
                 match frame {
                     Ok(Some(frame)) => router.on_client_frame(frame, &mut child),
                     Ok(None) | Err(_) => {
-                        tracing::debug!("client closed its side: closing the server's stdin");
                         client_eof = true;
-                        child.close_stdin();
+                        // As direct: the server reads every line the client sent, then EOF. A
+                        // request still held (for the tool list, or a respawn) goes first.
+                        if router.holds_for_server() {
+                            tracing::debug!("client closed its side: closing the server's stdin after the held requests");
+                        } else {
+                            tracing::debug!("client closed its side: closing the server's stdin");
+                            child.close_stdin();
+                        }
                         if stage == Shutdown::Running {
                             stage = Shutdown::ClientClosed;
                         }
@@ -231,6 +237,10 @@ where
                 reapers.retain(|r: &tokio::task::JoinHandle<()>| !r.is_finished());
                 reapers.push(tokio::spawn(reap(old, grace)));
             }
+        }
+        if client_eof && child.stdin.is_some() && !router.holds_for_server() {
+            tracing::debug!("held requests forwarded: closing the server's stdin");
+            child.close_stdin();
         }
         if child.status.is_some() {
             break;

@@ -344,6 +344,27 @@ async fn client_eof_mid_call_lets_the_server_finish_and_its_answer_through() {
     );
 }
 
+/// A call held for the proxy's own `tools/list` when the client closes: the server still gets
+/// it before its EOF, as it would directly (the proxy used to close the server's stdin first).
+#[tokio::test]
+async fn client_eof_right_after_a_held_call_forwards_it_before_closing() {
+    let mut h = harness_with_grace(Duration::ZERO);
+    let mut server = h.handshake(false).await;
+    h.send(call(1, "read_file", json!({"path": h.path("a.txt")})))
+        .await;
+    h.close();
+    server.answer_tools_list(read_file_tool()).await;
+    assert_eq!(server.recv().await["id"], json!(1));
+    assert_eq!(server.try_recv().await, None, "server stdin not closed");
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "late"}]}}))
+        .await;
+    let r = h.recv().await;
+    assert_eq!(r["result"]["content"][0]["text"], json!("late"), "{r}");
+    server.exit(0);
+    assert_eq!(h.exit().await, 0);
+}
+
 #[tokio::test]
 async fn a_signal_is_passed_on_at_once_and_the_session_ends_with_the_servers_status() {
     let mut h = harness_with_grace(Duration::from_secs(3600));
