@@ -253,8 +253,47 @@ fn main() {
             mib(p.rss_calls_kib)
         );
     }
+    quiet_table(&scope);
     startup_table(&scope);
     real_server_table();
+}
+
+/// The 10 000 calls again against the fixture with `FIXTURE_QUIET_CALLS` (no stderr line per
+/// call): what the proxy costs when it has no server stderr to copy.
+fn quiet_table(scope: &std::path::Path) {
+    let modes = modes();
+    let mut walls: Vec<Vec<Duration>> = modes.iter().map(|_| Vec::new()).collect();
+    for _ in 0..ROUNDS {
+        for (i, (_, cmd)) in modes.iter().enumerate() {
+            let mut cmd = cmd(scope);
+            // The jailed proxy scrubs the environment: keep the one variable the fixture reads.
+            cmd.env("FIXTURE_QUIET_CALLS", "1");
+            if i >= 2 {
+                let args: Vec<_> = cmd.get_args().map(|a| a.to_os_string()).collect();
+                cmd = Command::new(PROXY);
+                cmd.args(["--env-keep", "FIXTURE_QUIET_CALLS"]).args(args);
+                cmd.env("FIXTURE_QUIET_CALLS", "1");
+            }
+            walls[i].push(measure(cmd).calls_wall);
+        }
+    }
+    let medians: Vec<Duration> = walls
+        .iter_mut()
+        .map(|w| {
+            w.sort_unstable();
+            w[w.len() / 2]
+        })
+        .collect();
+    println!("\nquiet server (no stderr line per call): {CALLS} echo calls, median of {ROUNDS} alternating rounds");
+    println!("{:<18} {:>10} {:>10}", "mode", "10k wall", "/relay");
+    for ((name, _), m) in modes.iter().zip(&medians) {
+        println!(
+            "{:<18} {:>8}ms {:>9.3}x",
+            name,
+            m.as_millis(),
+            m.as_secs_f64() / medians[1].as_secs_f64()
+        );
+    }
 }
 
 const STARTS: usize = 30;
