@@ -10,6 +10,8 @@
 
 #![cfg(target_os = "linux")]
 
+mod rerun;
+
 use std::collections::BTreeMap;
 use std::ffi::{CString, OsString};
 use std::io::{BufRead, Write};
@@ -346,35 +348,24 @@ async fn helper_run_in_another_process() {
     println!("HARDEN-RESULT {}", serde_json::to_string(&r).unwrap());
 }
 
-const AS_NOBODY: &str = "exec setpriv --reuid=65534 --regid=65534 --clear-groups -- \"$0\" \"$@\"";
-
 /// Run `case` as nobody in a fresh process (TMPDIR must be one nobody can write: /tmp).
 fn as_nobody(case: &str, how: How) -> Results {
-    let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new("sh")
-        .args(["-c", AS_NOBODY])
-        .arg(&exe)
-        .args(["helper_run_in_another_process", "--exact", "--nocapture"])
-        .env(HELPER_CASE, case)
-        .env(
-            HELPER_HOW,
-            if how == How::Control {
-                "control"
-            } else {
-                "jailed"
-            },
-        )
-        .env("TMPDIR", "/tmp")
-        .output()
-        .expect("run the helper (setpriv(1) comes from util-linux)");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "helper failed: {}", out.status);
-    let line = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("HARDEN-RESULT "))
-        .expect("the helper's result line");
-    serde_json::from_str(line).unwrap()
+    let how = if how == How::Control {
+        "control"
+    } else {
+        "jailed"
+    };
+    let v = rerun::rerun(
+        rerun::AS_NOBODY,
+        "helper_run_in_another_process",
+        &[
+            (HELPER_CASE, case.as_ref()),
+            (HELPER_HOW, how.as_ref()),
+            ("TMPDIR", "/tmp".as_ref()),
+        ],
+        "HARDEN-RESULT ",
+    );
+    serde_json::from_value(v).unwrap()
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -13,6 +13,8 @@
 
 #![cfg(target_os = "linux")]
 
+mod rerun;
+
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
@@ -319,24 +321,16 @@ async fn helper_run_as_another_uid() {
 }
 
 fn run_as_nobody(d: &Path, control: bool) -> Run {
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = std::process::Command::new("setpriv");
-    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(&exe)
-        .args(["helper_run_as_another_uid", "--exact", "--nocapture"])
-        .env(HELPER_DIR, d);
+    let mut env = vec![(HELPER_DIR, d.as_os_str())];
     if control {
-        cmd.env(HELPER_CONTROL, "1");
+        env.push((HELPER_CONTROL, "1".as_ref()));
     }
-    let out = cmd.output().expect("setpriv(1) from util-linux");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "helper failed: {}", out.status);
-    let line = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("PLANTED-RESULT "))
-        .expect("the helper's result line");
-    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    let v = rerun::rerun(
+        rerun::AS_NOBODY,
+        "helper_run_as_another_uid",
+        &env,
+        "PLANTED-RESULT ",
+    );
     Run {
         results: serde_json::from_value(v["results"].clone()).unwrap(),
         notes: serde_json::from_value(v["notes"].clone()).unwrap(),
@@ -1123,33 +1117,25 @@ async fn swap_run(
     if !nobody {
         return (r.clone(), prepare_swap_spawn(&r, case, control).await);
     }
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = std::process::Command::new("setpriv");
-    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(&exe)
-        .args(["helper_swap_as_another_uid", "--exact", "--nocapture"])
-        .env(SWAP_DIR, &r)
-        .env(
-            SWAP_CASE,
-            if case == SwapCase::CarveTarget {
-                "carve"
-            } else {
-                "grant"
-            },
-        )
-        .env("TMPDIR", "/tmp");
+    let case_name = if case == SwapCase::CarveTarget {
+        "carve"
+    } else {
+        "grant"
+    };
+    let mut env = vec![
+        (SWAP_DIR, r.as_os_str()),
+        (SWAP_CASE, case_name.as_ref()),
+        ("TMPDIR", "/tmp".as_ref()),
+    ];
     if control {
-        cmd.env(SWAP_CONTROL, "1");
+        env.push((SWAP_CONTROL, "1".as_ref()));
     }
-    let out = cmd.output().expect("setpriv(1) from util-linux");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "helper failed: {}", out.status);
-    let line = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("SWAP-RESULT "))
-        .expect("the helper's result line");
-    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    let v = rerun::rerun(
+        rerun::AS_NOBODY,
+        "helper_swap_as_another_uid",
+        &env,
+        "SWAP-RESULT ",
+    );
     let res = match v.get("refused").and_then(|e| e.as_str()) {
         Some(e) => Err(e.to_string()),
         None => Ok(serde_json::from_value(v["results"].clone()).unwrap()),

@@ -10,6 +10,8 @@
 
 #![cfg(target_os = "linux")]
 
+mod rerun;
+
 use std::collections::BTreeMap;
 use std::ffi::{CString, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -389,38 +391,23 @@ async fn helper_run_in_another_process() {
 /// Run [`helper_run_in_another_process`] on `p` through `wrapper` (a shell command line
 /// ending in `"$0" "$@"`, which become this test binary and its arguments).
 fn run_helper(p: &Project, how: How, wrapper: &str) -> Run {
-    let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new("sh")
-        .args(["-c", wrapper])
-        .arg(&exe)
-        .args(["helper_run_in_another_process", "--exact", "--nocapture"])
-        .env(HELPER_DIR, &p.dir)
-        .env(
-            HELPER_HOW,
-            if how == How::Control {
-                "control"
-            } else {
-                "jailed"
-            },
-        )
-        .output()
-        .expect("run the helper (setpriv(1) and unshare(1) come from util-linux)");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "helper failed: {}", out.status);
-    let line = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("CARVE-RESULT "))
-        .expect("the helper's result line");
-    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    let how = if how == How::Control {
+        "control"
+    } else {
+        "jailed"
+    };
+    let v = rerun::rerun(
+        wrapper,
+        "helper_run_in_another_process",
+        &[(HELPER_DIR, p.dir.as_os_str()), (HELPER_HOW, how.as_ref())],
+        "CARVE-RESULT ",
+    );
     Run {
         results: serde_json::from_value(v["results"].clone()).unwrap(),
         notes: serde_json::from_value(v["notes"].clone()).unwrap(),
         report: v["report"].as_str().unwrap_or_default().to_string(),
     }
 }
-
-const AS_NOBODY: &str = "exec setpriv --reuid=65534 --regid=65534 --clear-groups -- \"$0\" \"$@\"";
 
 fn refused(result: &str) -> bool {
     matches!(result, "ERR:EACCES" | "ERR:EROFS")
@@ -451,7 +438,7 @@ fn an_unprivileged_proxy_masks_through_a_user_namespace() {
     // itself, so it enters a user namespace first. Where the kernel refuses that to nobody, the
     // fallback must hold instead.
     let control_project = project(Some(NOBODY));
-    let control = run_helper(&control_project, How::Control, AS_NOBODY);
+    let control = run_helper(&control_project, How::Control, rerun::AS_NOBODY);
     let token = &control_project.token;
     for key in SECRET_READS {
         assert!(control.get(key).contains(token), "control {key}");
@@ -459,7 +446,7 @@ fn an_unprivileged_proxy_masks_through_a_user_namespace() {
 
     let p = project(Some(NOBODY));
     let mounts_before = mountinfo();
-    let jailed = run_helper(&p, How::Jailed, AS_NOBODY);
+    let jailed = run_helper(&p, How::Jailed, rerun::AS_NOBODY);
     assert_eq!(mountinfo(), mounts_before);
     assert!(std::fs::read_to_string(p.dir.join(".env"))
         .unwrap()
