@@ -1203,7 +1203,9 @@ token = sys.argv[1]
 def table(p):
     text = read(p)
     return "listed" if token in text else "unlisted"
-me = os.getpid()
+# The pid /proc names it by (getpid() inside the jail's PID namespace is 2, which in /proc is
+# another process, or none at all where /proc belongs to a container's namespace).
+me = int(os.readlink("/proc/self"))
 attempt("proc_net_unix", lambda: table("/proc/net/unix"))
 attempt("proc_self_net_unix", lambda: table("/proc/self/net/unix"))
 attempt("proc_pid_net_unix", lambda: table("/proc/%d/net/unix" % me))

@@ -338,6 +338,9 @@ pub struct StderrCopy {
 struct CopyState {
     /// Bytes of a line whose newline has not arrived yet.
     partial: Vec<u8>,
+    /// The read buffer, kept between reads: the router drains before every server message,
+    /// and a fresh zeroed buffer each time was the largest item in a quiet call's profile.
+    chunk: Vec<u8>,
     eof: bool,
 }
 
@@ -361,24 +364,29 @@ impl StderrCopy {
         if st.eof {
             return false;
         }
-        let mut buf = [0u8; 16 * 1024];
-        loop {
-            match self.pipe.try_read(&mut buf) {
+        let mut chunk = std::mem::take(&mut st.chunk);
+        let more = loop {
+            chunk.clear();
+            chunk.reserve(16 * 1024);
+            // Reads into the spare capacity: nothing is zeroed first.
+            match self.pipe.try_read_buf(&mut chunk) {
                 Ok(0) => {
                     st.eof = true;
                     self.emit_partial(&mut st);
-                    return false;
+                    break false;
                 }
-                Ok(n) => self.take(&mut st, &buf[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
+                Ok(_) => self.take(&mut st, &chunk),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break true,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => {
                     st.eof = true;
                     self.emit_partial(&mut st);
-                    return false;
+                    break false;
                 }
             }
-        }
+        };
+        st.chunk = chunk;
+        more
     }
 
     /// New bytes: emit the complete lines, keep the rest.

@@ -10,7 +10,6 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::HashSet;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -151,10 +150,15 @@ pub enum ParamsError {
 /// encode it at all), so a path check sees the name the server would use.
 pub fn parse_params(text: &str) -> Result<Value, ParamsError> {
     let text = replace_lone_surrogates(text);
-    match find_duplicate_key(&text) {
-        Ok(Some(key)) => Err(ParamsError::DuplicateKey(key)),
-        Ok(None) => serde_json::from_str(&text).map_err(|e| ParamsError::Invalid(e.to_string())),
-        Err(e) => Err(ParamsError::Invalid(e.to_string())),
+    let duplicate = RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_str(&text);
+    let parsed = UniqueKeys(&duplicate)
+        .deserialize(&mut de)
+        .and_then(|v| de.end().map(|()| v));
+    match (parsed, duplicate.into_inner()) {
+        (_, Some(key)) => Err(ParamsError::DuplicateKey(key)),
+        (Ok(v), None) => Ok(v),
+        (Err(e), None) => Err(ParamsError::Invalid(e.to_string())),
     }
 }
 
@@ -212,68 +216,86 @@ fn replace_lone_surrogates(text: &str) -> Cow<'_, str> {
 /// A request id normalised for map lookups: the id re-serialised from its parsed value, so
 /// `"a"` and `"\u0061"` (which a server may echo back either way) match.
 pub fn id_key(id: &RawValue) -> String {
-    match serde_json::from_str::<Value>(id.get()) {
+    // Every call has two ids to key (the request's and the answer's), and nearly all are small
+    // integers or plain strings, whose raw text already is the canonical form: a JSON string
+    // without a backslash has nothing to unescape, and digits without a leading zero print as
+    // themselves. Anything else goes through a full parse.
+    let raw = id.get();
+    let digits = |t: &str| {
+        !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) && (t == "0" || !t.starts_with('0'))
+    };
+    let plain_string =
+        raw.len() >= 2 && raw.starts_with('"') && raw.ends_with('"') && !raw.contains('\\');
+    let integer = match raw.strip_prefix('-') {
+        Some(magnitude) => magnitude != "0" && digits(magnitude),
+        None => digits(raw),
+    };
+    if plain_string || (raw.len() <= 18 && integer) {
+        return raw.to_string();
+    }
+    match serde_json::from_str::<Value>(raw) {
         Ok(v) => v.to_string(),
         Err(_) => id.get().to_string(),
     }
 }
 
-/// The first key that appears twice in any object of `json`, if any. `Err` when `json` is not
-/// valid JSON.
-pub fn find_duplicate_key(json: &str) -> Result<Option<String>, serde_json::Error> {
-    let found = RefCell::new(None);
-    let mut de = serde_json::Deserializer::from_str(json);
-    DupCheck(&found).deserialize(&mut de)?;
-    de.end()?;
-    Ok(found.into_inner())
-}
+/// Builds the `Value` and refuses, in the same pass, an object that has a key twice (serde's
+/// own `Value` keeps the last, while a server may read the first). The key is left in the cell:
+/// the error serde reports for it would not say which key it was.
+struct UniqueKeys<'f>(&'f RefCell<Option<String>>);
 
-struct DupCheck<'f>(&'f RefCell<Option<String>>);
-
-impl<'de> DeserializeSeed<'de> for DupCheck<'_> {
-    type Value = ();
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+impl<'de> DeserializeSeed<'de> for UniqueKeys<'_> {
+    type Value = Value;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for DupCheck<'_> {
-    type Value = ();
+impl<'de> Visitor<'de> for UniqueKeys<'_> {
+    type Value = Value;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
     }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
     }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
     }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
     }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
     }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(DupCheck(self.0))?.is_some() {}
-        Ok(())
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = HashSet::new();
-        // Keys are unescaped by serde_json, so `"a"` and `"\u0061"` count as the same key.
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            if !seen.insert(key.clone().into_owned()) && self.0.borrow().is_none() {
-                *self.0.borrow_mut() = Some(key.into_owned());
-            }
-            map.next_value_seed(DupCheck(self.0))?;
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(UniqueKeys(self.0))? {
+            items.push(item);
         }
-        Ok(())
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = serde_json::Map::new();
+        // Keys are unescaped by serde_json, so `"a"` and `"\u0061"` count as the same key.
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                *self.0.borrow_mut() = Some(key);
+                return Err(de::Error::custom("duplicate key"));
+            }
+            let value = map.next_value_seed(UniqueKeys(self.0))?;
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
     }
 }
 
@@ -403,16 +425,21 @@ mod tests {
 
     #[test]
     fn finds_duplicate_keys_at_any_depth_and_through_escapes() {
-        assert_eq!(find_duplicate_key(r#"{"a":1,"b":2}"#).unwrap(), None);
+        let dup = |json| match parse_params(json) {
+            Err(ParamsError::DuplicateKey(k)) => Some(k),
+            _ => None,
+        };
+        assert_eq!(dup(r#"{"a":1,"b":2}"#), None);
+        assert_eq!(dup(r#"{"a":{"p":"x","p":"y"}}"#), Some("p".into()));
+        assert_eq!(dup(r#"{"l":[{"q":1,"\u0071":2}]}"#), Some("q".into()));
+        assert_eq!(dup(r#"[{"k":1},{"k":2}]"#), None);
+        // The same value serde's own Value gives, numbers and nesting included.
+        let text =
+            r#"{"n":-1,"u":18446744073709551615,"f":1.5e3,"s":"\u00e9","z":null,"t":[true,{}]}"#;
         assert_eq!(
-            find_duplicate_key(r#"{"a":{"p":"x","p":"y"}}"#).unwrap(),
-            Some("p".into())
+            parse_params(text).unwrap(),
+            serde_json::from_str::<Value>(text).unwrap()
         );
-        assert_eq!(
-            find_duplicate_key(r#"{"l":[{"q":1,"\u0071":2}]}"#).unwrap(),
-            Some("q".into())
-        );
-        assert!(find_duplicate_key("{").is_err());
     }
 
     #[test]
@@ -431,6 +458,30 @@ mod tests {
         );
         let p = peek_prefix(br#"{"id":3,"method":"sampling/createMessage","params":{"x":"#);
         assert!(p.method && !p.response);
+    }
+
+    #[test]
+    fn id_keys_take_the_raw_text_only_where_it_is_canonical() {
+        for raw in [
+            "1",
+            "0",
+            "-7",
+            "123456789012345678",
+            r#""a""#,
+            r#""""#,
+            r#""é""#,
+            "-0",
+            "1.0",
+            "1e3",
+            "12345678901234567890",
+            r#""\u0061""#,
+            r#""a\"b""#,
+            "null",
+        ] {
+            let id: &RawValue = serde_json::from_str(raw).unwrap();
+            let full = serde_json::from_str::<Value>(raw).unwrap().to_string();
+            assert_eq!(id_key(id), full, "{raw}");
+        }
     }
 
     #[test]

@@ -352,33 +352,31 @@ pub fn refused_in(jail: &PreparedJail, scope: &Scope, text: &str) -> Vec<Refused
 }
 
 /// Does `text` mention a permission error at all (cheap, before any parsing)? This runs on
-/// every `tools/call` result, so it jumps between occurrences of each needle's first letter
-/// (either case) with `memchr2` instead of comparing at every byte.
+/// every `tools/call` result, so all needles are searched in one pass of one automaton (a
+/// search per needle rescanned every `e` of an ordinary answer six times).
 pub fn mentions_permission_error(text: &[u8]) -> bool {
-    const NEEDLES: &[&[u8]] = &[
-        b"eacces",
-        b"eperm",
-        b"permission denied",
-        b"operation not permitted",
-        // Outside the write grants the jail's mounts are read-only (the metadata class).
-        b"erofs",
-        b"read-only file system",
-    ];
-    NEEDLES
-        .iter()
-        .any(|needle| contains_ignore_ascii_case(text, needle))
-}
-
-/// `needle` (lower-case ASCII) occurs in `haystack`, ignoring ASCII case.
-fn contains_ignore_ascii_case(haystack: &[u8], needle: &[u8]) -> bool {
-    let Some(&first) = needle.first() else {
-        return true;
-    };
-    memchr::memchr2_iter(first, first.to_ascii_uppercase(), haystack).any(|at| {
-        haystack
-            .get(at..at + needle.len())
-            .is_some_and(|w| w.eq_ignore_ascii_case(needle))
-    })
+    static NEEDLES: std::sync::LazyLock<Option<aho_corasick::AhoCorasick>> =
+        std::sync::LazyLock::new(|| {
+            aho_corasick::AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build([
+                    "eacces",
+                    "eperm",
+                    "permission denied",
+                    "operation not permitted",
+                    // Outside the write grants the jail's mounts are read-only (the metadata
+                    // class).
+                    "erofs",
+                    "read-only file system",
+                ])
+                .ok()
+        });
+    match &*NEEDLES {
+        Some(needles) => needles.is_match(text),
+        // The automaton is built from constants and cannot fail; if it ever did, every result
+        // is looked at rather than none.
+        None => true,
+    }
 }
 
 /// What a line says was attempted on the path it names.

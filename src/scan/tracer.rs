@@ -453,12 +453,37 @@ mod imp {
             ))));
             return;
         }
+        share_one_cpu(pid);
         // SAFETY: one byte from a local to an owned descriptor.
         unsafe { libc::write(go_w.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
         drop(go_w);
         drop(pid_r);
         let _ = attached.send(Ok(()));
         trace_loop(&log);
+    }
+
+    /// Put the tracer thread and the server (and, by inheritance, every thread and process it
+    /// starts) on the CPU the tracer runs on. Each traced syscall stops the server and wakes the
+    /// tracer, then the other way round; across CPUs every such wake-up is an inter-processor
+    /// interrupt that, on an idle virtual machine, also brings a CPU out of its idle state
+    /// (measured: ~73 µs per traced access idle, ~25 µs pinned). On one CPU a stop is a plain
+    /// context switch. Best effort: it changes speed, never what the server can do.
+    fn share_one_cpu(pid: i32) {
+        // SAFETY: sched_getcpu takes no arguments.
+        let cpu = unsafe { libc::sched_getcpu() };
+        if cpu < 0 {
+            return;
+        }
+        // SAFETY: cpu_set_t is plain data; CPU_SET writes a bit inside it (cpu < CPU_SETSIZE,
+        // as the kernel numbers it).
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        // SAFETY: the set lives on our stack for both calls; pid 0 is this thread only.
+        unsafe {
+            libc::sched_setaffinity(0, size, &set);
+            libc::sched_setaffinity(pid, size, &set);
+        }
     }
 
     fn resume(tid: i32, request: libc::c_uint, sig: i32) {

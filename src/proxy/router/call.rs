@@ -39,7 +39,7 @@ pub(super) enum Unjudgeable {
 /// Parse `params_text` (the raw `params`, `{}` when absent) of a request of `kind`.
 pub(super) fn parse(kind: Kind, params_text: &str) -> Result<CheckedRequest, Unjudgeable> {
     // Two equal keys could be read one way here and another way by the server.
-    let params: Value = match message::parse_params(params_text) {
+    let mut params: Value = match message::parse_params(params_text) {
         Ok(v) => v,
         Err(message::ParamsError::DuplicateKey(key)) => {
             return Err(Unjudgeable::Params(format!(
@@ -53,24 +53,26 @@ pub(super) fn parse(kind: Kind, params_text: &str) -> Result<CheckedRequest, Unj
     let stateless = super::super::era::is_stateless(&params);
     let meta = params.get("_meta").cloned();
     let what = if kind == Kind::ToolsCall {
-        let Some(name) = params.get("name").and_then(Value::as_str) else {
+        let Some(name) = params
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
             return Err(Unjudgeable::Params(
                 "tools/call needs a string `name`".into(),
             ));
         };
-        let arguments = match params.get("arguments") {
+        // Moved out, not cloned: `params` is not looked at again.
+        let arguments = match params.get_mut("arguments").map(Value::take) {
             None | Some(Value::Null) => json!({}),
-            Some(a) if a.is_object() => a.clone(),
+            Some(a) if a.is_object() => a,
             Some(_) => {
                 return Err(Unjudgeable::Params(
                     "tools/call `arguments` must be an object".into(),
                 ))
             }
         };
-        Checked::Tool {
-            name: name.to_string(),
-            arguments,
-        }
+        Checked::Tool { name, arguments }
     } else {
         let Some(uri) = params.get("uri").and_then(Value::as_str) else {
             return Err(Unjudgeable::Params(
