@@ -63,7 +63,11 @@ fn a_killed_proxys_tmpdir_is_removed_by_the_next_proxy_and_a_live_ones_is_kept()
 
     let live = start_proxy(&tree, &tmp);
     let live_dirs = dirs_of(&tmp, live.pid());
-    assert_eq!(live_dirs.len(), 1, "the live proxy has one private temp dir");
+    assert_eq!(
+        live_dirs.len(),
+        1,
+        "the live proxy has one private temp dir"
+    );
 
     let mut doomed = start_proxy(&tree, &tmp);
     let doomed_dirs = dirs_of(&tmp, doomed.pid());
@@ -79,7 +83,10 @@ fn a_killed_proxys_tmpdir_is_removed_by_the_next_proxy_and_a_live_ones_is_kept()
     doomed.child.kill().unwrap(); // SIGKILL: no destructor runs.
     assert_eq!(doomed.wait_exit(), 128 + 9);
     // Control: SIGKILL left the directory behind; only the sweep below removes it.
-    assert!(doomed_dir.is_dir(), "SIGKILL leaves the dir until someone sweeps it");
+    assert!(
+        doomed_dir.is_dir(),
+        "SIGKILL leaves the dir until someone sweeps it"
+    );
 
     // Names a sweep must judge: our own pid with another start time (a reused pid) is gone;
     // a dead pid in another pid namespace is not ours to judge; a foreign name is left alone.
@@ -89,7 +96,11 @@ fn a_killed_proxys_tmpdir_is_removed_by_the_next_proxy_and_a_live_ones_is_kept()
         pid_ns(),
         start_time(me) + 1
     ));
-    let other_ns = tmp.join(format!("mcpjail-{}.{}.1-otherns", pid_ns() + 1, doomed.pid()));
+    let other_ns = tmp.join(format!(
+        "mcpjail-{}.{}.1-otherns",
+        pid_ns() + 1,
+        doomed.pid()
+    ));
     let foreign = tmp.join("mcpjail-harden-x1");
     let legacy = tmp.join("mcpjail-AbC123");
     for d in [&reused, &other_ns, &foreign, &legacy] {
@@ -101,7 +112,10 @@ fn a_killed_proxys_tmpdir_is_removed_by_the_next_proxy_and_a_live_ones_is_kept()
     assert!(!reused.exists(), "a dir whose pid was reused is removed");
     assert!(live_dirs[0].is_dir(), "a live proxy's dir is kept");
     assert!(other_ns.is_dir() && foreign.is_dir() && legacy.is_dir());
-    assert_eq!(std::fs::read_to_string(canary_dir.join("keep.txt")).unwrap(), "canary");
+    assert_eq!(
+        std::fs::read_to_string(canary_dir.join("keep.txt")).unwrap(),
+        "canary"
+    );
     assert_eq!(std::fs::read_to_string(&canary_file).unwrap(), "canary");
     assert_eq!(dirs_of(&tmp, next.pid()).len(), 1);
 
@@ -131,7 +145,13 @@ fn a_symlink_named_like_a_stale_dir_is_neither_followed_nor_removed() {
     std::os::unix::fs::symlink(&target, &link).unwrap();
 
     let s = start_proxy(&tree, &tmp);
-    assert!(link.symlink_metadata().is_ok(), "not a directory: not ours to remove");
-    assert_eq!(std::fs::read_to_string(target.join("keep.txt")).unwrap(), "canary");
+    assert!(
+        link.symlink_metadata().is_ok(),
+        "not a directory: not ours to remove"
+    );
+    assert_eq!(
+        std::fs::read_to_string(target.join("keep.txt")).unwrap(),
+        "canary"
+    );
     drop(s);
 }

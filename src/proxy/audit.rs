@@ -4,6 +4,13 @@
 //! answer arrives (so latency and result size are known), or at once for a denial. The live
 //! line goes to stderr, coloured only when asked; the audit line is appended to a file. Both
 //! go through [`redact`] first: a log must not become the place where a token leaks.
+//!
+//! The audit log must not lose records silently. A log that cannot be opened *or written* at
+//! start (a read-only directory, a full disk, `/dev/full`) refuses the session: the first line,
+//! a `session_start` event, is written before the server starts. A write that fails later (the
+//! disk filled up) stops writing to the file, prints the lost line on stderr, and from then on
+//! the proxy refuses every checked call ([`CallLog::audit_failure`]) rather than let one go
+//! unrecorded; the session otherwise goes on (pings, listings, answers already in flight).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -40,10 +47,16 @@ pub struct CallLog {
     live: bool,
     color: bool,
     file: Option<std::fs::File>,
+    path: Option<PathBuf>,
+    /// Why the audit log stopped being written (the file is no longer written once set).
+    failed: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("cannot open the audit log {path}: {source}")]
+#[error(
+    "cannot open the audit log {path}: {source} (hint: give --log-file a file in a writable \
+     directory on a file system with free space, or leave --log-file out)"
+)]
 pub struct AuditOpenError {
     pub path: PathBuf,
     pub source: std::io::Error,
@@ -56,6 +69,7 @@ impl CallLog {
         color: bool,
         file: Option<&Path>,
     ) -> Result<CallLog, AuditOpenError> {
+        let file_arg = file;
         let file = match file {
             None => None,
             Some(path) => Some(
@@ -69,16 +83,60 @@ impl CallLog {
                     })?,
             ),
         };
-        Ok(CallLog {
+        let mut log = CallLog {
             server: server.to_string(),
             live,
             color,
             file,
-        })
+            path: file_arg.map(Path::to_path_buf),
+            failed: None,
+        };
+        if log.file.is_some() {
+            log.event(
+                "session_start",
+                json!({"pid": std::process::id(), "version": env!("CARGO_PKG_VERSION")}),
+            );
+            if let (Some(path), Some(why)) = (log.path.clone(), log.failed.take()) {
+                return Err(AuditOpenError {
+                    path,
+                    source: std::io::Error::other(why),
+                });
+            }
+        }
+        Ok(log)
+    }
+
+    /// Set once a write to the audit log failed: checked calls are refused from then on.
+    pub fn audit_failure(&self) -> Option<String> {
+        let why = self.failed.as_ref()?;
+        let path = self.path.as_ref()?;
+        Some(format!(
+            "cannot write the audit log {}: {why}",
+            path.display()
+        ))
+    }
+
+    /// Append one line to the audit log; on failure, stop using the file and keep the line on
+    /// stderr so the record is not lost.
+    fn append(&mut self, line: &str) {
+        let Some(file) = self.file.as_mut() else {
+            return;
+        };
+        if let Err(err) = file.write_all(line.as_bytes()) {
+            let path = self.path.as_deref().unwrap_or(Path::new("?")).display();
+            tracing::error!(
+                "cannot append to the audit log {path}: {err}; checked calls are refused from \
+                 now on (hint: free space on its file system or fix its permissions, then \
+                 restart the server). The record that was not written: {}",
+                line.trim_end()
+            );
+            self.file = None;
+            self.failed = Some(err.to_string());
+        }
     }
 
     pub fn enabled(&self) -> bool {
-        self.live || self.file.is_some()
+        self.live || self.file.is_some() || self.failed.is_some()
     }
 
     pub fn live(&self) -> bool {
@@ -94,10 +152,10 @@ impl CallLog {
 
     /// A session event that is not a call (tool pinning changes) as one JSON line in the audit
     /// log: `{"ts", "server", "event", ...fields}`. The live log gets its own [`Self::note`].
-    pub fn event(&self, event: &str, fields: Value) {
-        let Some(mut file) = self.file.as_ref() else {
+    pub fn event(&mut self, event: &str, fields: Value) {
+        if self.file.is_none() {
             return;
-        };
+        }
         let mut entry = Map::new();
         entry.insert("ts".into(), Value::String(now()));
         entry.insert("server".into(), Value::String(self.server.clone()));
@@ -107,9 +165,7 @@ impl CallLog {
         }
         let mut line = Value::Object(entry).to_string();
         line.push('\n');
-        if let Err(err) = file.write_all(line.as_bytes()) {
-            tracing::warn!("cannot append to the audit log: {err}");
-        }
+        self.append(&line);
     }
 
     pub fn record(&mut self, rec: &CallRecord) {
@@ -151,7 +207,7 @@ impl CallLog {
             }
             write_stderr_line(&line);
         }
-        if let Some(file) = &mut self.file {
+        if self.file.is_some() {
             let entry = json!({
                 "ts": now(),
                 "server": self.server,
@@ -172,9 +228,7 @@ impl CallLog {
             }
             let mut line = entry.to_string();
             line.push('\n');
-            if let Err(err) = file.write_all(line.as_bytes()) {
-                tracing::warn!("cannot append to the audit log: {err}");
-            }
+            self.append(&line);
         }
     }
 }
