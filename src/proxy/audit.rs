@@ -53,10 +53,7 @@ pub struct CallLog {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "cannot open the audit log {path}: {source} (hint: give --log-file a file in a writable \
-     directory on a file system with free space, or leave --log-file out)"
-)]
+#[error("cannot open the audit log {path}: {source}")]
 pub struct AuditOpenError {
     pub path: PathBuf,
     pub source: std::io::Error,
@@ -91,17 +88,15 @@ impl CallLog {
             path: file_arg.map(Path::to_path_buf),
             failed: None,
         };
-        if log.file.is_some() {
-            log.event(
-                "session_start",
-                json!({"pid": std::process::id(), "version": env!("CARGO_PKG_VERSION")}),
-            );
-            if let (Some(path), Some(why)) = (log.path.clone(), log.failed.take()) {
-                return Err(AuditOpenError {
-                    path,
-                    source: std::io::Error::other(why),
-                });
-            }
+        if let (Some(file), Some(path)) = (log.file.as_mut(), file_arg) {
+            // Opening proves little (`/dev/full` opens): the first line must be written.
+            let line = json!({"ts": now(), "server": server, "event": "session_start",
+                              "pid": std::process::id(), "version": env!("CARGO_PKG_VERSION")});
+            file.write_all(format!("{line}\n").as_bytes())
+                .map_err(|source| AuditOpenError {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
         }
         Ok(log)
     }
@@ -122,7 +117,12 @@ impl CallLog {
         let Some(file) = self.file.as_mut() else {
             return;
         };
+        let before = file.metadata().map(|m| m.len());
         if let Err(err) = file.write_all(line.as_bytes()) {
+            // A partial line would leave the log unparseable at its end: cut it back off.
+            if let Ok(len) = before {
+                let _ = file.set_len(len);
+            }
             let path = self.path.as_deref().unwrap_or(Path::new("?")).display();
             tracing::error!(
                 "cannot append to the audit log {path}: {err}; checked calls are refused from \

@@ -412,7 +412,7 @@ impl Router {
             }
         };
         let record = records::open(
-            &mut self.log,
+            &self.log,
             raw_id.as_deref(),
             kind,
             tool,
@@ -510,7 +510,7 @@ impl Router {
             Some(json!({"mcpjail/denial": refusal.details()})),
         );
         let record = records::open(
-            &mut self.log,
+            &self.log,
             raw_id,
             kind,
             None,
