@@ -1,0 +1,144 @@
+//! The soak, bounded for CI (the million-call run is `scripts/soak.sh`): pipelined calls
+//! through the jailed proxy with flat memory and no descriptor growth; a notification storm
+//! and a server writing a line that never ends, with the proxy's peak memory bounded and the
+//! endless line failed with a clear error.
+
+#[path = "soak_support/mod.rs"]
+mod soak_support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::json;
+use soak_support::{memory_case, run_calls, verdict};
+
+const PROXY: &str = env!("CARGO_BIN_EXE_mcpjail-proxy");
+const FILES: &str = env!("CARGO_BIN_EXE_mcpjail-fixture-files");
+const FAULTY: &str = env!("CARGO_BIN_EXE_mcpjail-fixture-fault");
+
+fn scratch() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["scope", "home", "state", "config"] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+    }
+    dir
+}
+
+fn proxy_over(server: &str, dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut c = Command::new(PROXY);
+    c.args(extra);
+    for (k, _) in env {
+        c.args(["--env-keep", k]);
+    }
+    c.arg("--").arg(server).arg(dir.join("scope"));
+    c.current_dir(dir.join("scope"))
+        .env("HOME", dir.join("home"))
+        .env("XDG_STATE_HOME", dir.join("state"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("NO_COLOR", "1")
+        .stderr(Stdio::inherit());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c
+}
+
+#[test]
+fn twenty_thousand_pipelined_calls_keep_memory_flat_and_descriptors_constant() {
+    let dir = scratch();
+    let cmd = proxy_over(FILES, dir.path(), &[], &[("FIXTURE_QUIET_CALLS", "1")]);
+    let (samples, status) = run_calls(cmd, 20_000, 4_000, 32, |w| println!("{w:?}")).unwrap();
+    assert_eq!(status, 0);
+    assert_eq!(samples.len(), 5);
+    assert!(
+        samples.iter().all(|w| w.rss_kib > 0 && w.fds > 0),
+        "{samples:?}"
+    );
+    let v = verdict(&samples, 1, 1024);
+    assert!(v.fds_ok, "descriptors grew by {}: {samples:?}", v.fd_growth);
+    assert!(
+        v.rss_ok,
+        "RSS moved {} KiB after warm-up: {samples:?}",
+        v.rss_spread_kib
+    );
+}
+
+#[test]
+fn a_list_changed_storm_is_coalesced_and_memory_stays_bounded() {
+    let dir = scratch();
+    let storm = 20_000;
+    let s = memory_case(
+        proxy_over(FAULTY, dir.path(), &[], &[]),
+        "storm",
+        json!({ "count": storm }),
+    )
+    .unwrap();
+    println!("{s:?}");
+    assert_eq!(s.status, 0);
+    assert_eq!(s.answer["result"]["content"][0]["text"], "storm done");
+    // Every notification reaches the client: nothing is dropped to save memory.
+    assert_eq!(s.notifications, 2 * storm);
+    // The proxy lists the tools again on list_changed, but one fetch in flight at a time and
+    // one more after it: a handful of listings, not one per notification.
+    let lists: usize = s
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("FIXTURE-FAULT-LISTS "))
+        .and_then(|n| n.parse().ok())
+        .expect("the fixture reports its listings");
+    assert!(
+        (2..=50).contains(&lists),
+        "{lists} listings for {storm} notifications"
+    );
+    let growth = s.peak_kib.saturating_sub(s.before_kib);
+    assert!(
+        growth <= 16 * 1024,
+        "peak grew by {growth} KiB during the storm"
+    );
+}
+
+#[test]
+fn an_endless_line_is_dropped_as_it_arrives_and_the_call_fails_with_a_clear_error() {
+    let dir = scratch();
+    let max = 1 << 20;
+    let f = memory_case(
+        proxy_over(
+            FAULTY,
+            dir.path(),
+            &["--max-line-bytes", &max.to_string()],
+            &[],
+        ),
+        "flood",
+        json!({ "bytes": 64u64 << 20 }),
+    )
+    .unwrap();
+    let growth = f.peak_kib.saturating_sub(f.before_kib);
+    println!("growth {growth} KiB; answer {}", f.answer);
+    assert!(growth <= 8 * 1024, "peak grew by {growth} KiB for 64 MiB");
+    assert!(
+        f.stderr.contains("longer than --max-line-bytes") && f.stderr.contains("hint:"),
+        "{}",
+        f.stderr
+    );
+    assert!(f.answer.get("error").is_some(), "{}", f.answer);
+    assert_eq!(f.status, 0);
+
+    // Control: the same measure sees a line that *is* kept (under a 24 MiB maximum) grow it.
+    let big = 24 << 20;
+    let c = memory_case(
+        proxy_over(
+            FAULTY,
+            dir.path(),
+            &["--max-line-bytes", &big.to_string()],
+            &[],
+        ),
+        "flood",
+        json!({ "bytes": 20u64 << 20 }),
+    )
+    .unwrap();
+    let kept = c.peak_kib.saturating_sub(c.before_kib);
+    assert!(
+        kept >= 16 * 1024,
+        "a 20 MiB line buffered shows as {kept} KiB"
+    );
+}
