@@ -147,6 +147,17 @@ fn zombies_of(pid: u32) -> Vec<u32> {
         .collect()
 }
 
+/// The pid (in our namespace) of the fault server running below the proxy `pid`.
+fn fault_server_below(pid: u32) -> u32 {
+    descendants(pid)
+        .into_iter()
+        .find(|p| {
+            std::fs::read_link(format!("/proc/{p}/exe"))
+                .is_ok_and(|e| e.ends_with("mcpjail-fixture-fault"))
+        })
+        .expect("the fault server below the proxy")
+}
+
 /// What the proxy has written to stderr so far.
 fn stderr_text(s: &Session) -> String {
     s.stderr.lock().unwrap().join("\n")
@@ -244,6 +255,32 @@ fn server_dies_half_way_through_an_answer() {
 }
 
 #[test]
+fn server_killed_with_a_call_in_flight() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let sc = Scratch::new();
+    let mut s = sc.start("", &[]);
+    init_ok(&mut s);
+    assert_eq!(result_text(&s.call("echo", json!({"text": "one"}))), "one");
+    let below = pidfds_below(s.pid());
+    let server = fault_server_below(s.pid());
+    // Stopped first, so the call is surely in flight (sent, unanswered) when it dies.
+    kill(Pid::from_raw(server as i32), Signal::SIGSTOP).unwrap();
+    s.send(
+        &json!({"jsonrpc": "2.0", "id": "inflight", "method": "tools/call",
+                   "params": {"name": "echo", "arguments": {"text": "two"}}}),
+    );
+    s.send(&json!({"jsonrpc": "2.0", "id": "ping-before", "method": "ping"}));
+    kill(Pid::from_raw(server as i32), Signal::SIGKILL).unwrap();
+    let r = s.response_to(&json!("inflight"));
+    assert_error_mentions(&r, &["exited (status 137: killed by SIGKILL)"]);
+    let r = s.response_to(&json!("ping-before"));
+    assert!(r.get("error").is_some(), "{r}");
+    assert!(zombies_of(s.pid()).is_empty());
+    finish(&sc, &mut s, &below, 128 + 9);
+}
+
+#[test]
 fn client_goes_away_in_the_middle_of_a_long_answer() {
     use std::io::{BufRead, BufReader, Read, Write};
     let sc = Scratch::new();
@@ -300,13 +337,7 @@ fn stopping_and_continuing_either_side_loses_nothing() {
         "warm"
     );
     let below = pidfds_below(s.pid());
-    let server = descendants(s.pid())
-        .into_iter()
-        .find(|p| {
-            std::fs::read_link(format!("/proc/{p}/exe"))
-                .is_ok_and(|e| e.ends_with("mcpjail-fixture-fault"))
-        })
-        .expect("the fault server below the proxy");
+    let server = fault_server_below(s.pid());
     for target in [server, s.pid()] {
         let pid = Pid::from_raw(target as i32);
         kill(pid, Signal::SIGSTOP).unwrap();
