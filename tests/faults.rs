@@ -491,6 +491,16 @@ fn a_half_written_or_unreadable_policy_file_is_named_with_the_fix() {
     assert_eq!(s.wait_exit(), 1);
     let err = stderr_all(&mut s);
     assert!(err.contains(dir.to_str().unwrap()), "{err}");
+
+    // The per-name policy file found by itself ($XDG_CONFIG_HOME/mcpjail/servers/NAME.toml).
+    let named = sc.p("config/mcpjail/servers/fx.toml");
+    std::fs::create_dir_all(named.parent().unwrap()).unwrap();
+    std::fs::write(&named, "[scope]\nwrite = [").unwrap();
+    let mut s = sc.start("", &["--name", "fx"]);
+    assert_eq!(s.wait_exit(), 1);
+    let err = stderr_all(&mut s);
+    assert!(err.contains(named.to_str().unwrap()), "{err}");
+    assert_eq!(std::fs::read(&named).unwrap(), b"[scope]\nwrite = [");
     assert_eq!(sc.temp_dirs(), Vec::<String>::new());
 }
 
@@ -503,7 +513,7 @@ fn pin_files(sc: &Scratch) -> Vec<PathBuf> {
 }
 
 #[test]
-fn a_half_written_pin_store_is_reported_and_never_overwritten() {
+fn a_half_written_or_unreadable_pin_store_is_reported_and_never_overwritten() {
     let sc = Scratch::new();
     // First a good run writes the pins.
     let mut s = sc.start("", &["--name", "fx"]);
@@ -540,6 +550,21 @@ fn a_half_written_pin_store_is_reported_and_never_overwritten() {
     assert_eq!(s.wait_exit(), 1);
     assert!(stderr_all(&mut s).contains(pin.to_str().unwrap()));
     assert_eq!(std::fs::read(&pin).unwrap(), half);
+
+    // Unreadable (a directory in the file's place): the same, and it stays as it is.
+    std::fs::remove_file(&pin).unwrap();
+    std::fs::create_dir(&pin).unwrap();
+    let mut s = sc.start("", &["--name", "fx"]);
+    init_ok(&mut s);
+    assert_eq!(result_text(&s.call("echo", json!({"text": "c"}))), "c");
+    s.close_stdin();
+    assert_eq!(s.wait_exit(), 0);
+    let err = stderr_all(&mut s);
+    assert!(
+        err.contains(pin.to_str().unwrap()) && err.contains("hint:"),
+        "{err}"
+    );
+    assert!(pin.is_dir());
 }
 
 #[test]
