@@ -142,3 +142,56 @@ fn an_endless_line_is_dropped_as_it_arrives_and_the_call_fails_with_a_clear_erro
         "a 20 MiB line buffered shows as {kept} KiB"
     );
 }
+
+#[test]
+fn a_client_line_that_never_ends_is_dropped_as_it_arrives_and_refused_at_its_end() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = scratch();
+    let mut cmd = proxy_over(FAULTY, dir.path(), &["--max-line-bytes", "1048576"], &[]);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    )
+    .unwrap();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("\"id\":1"), "{line}");
+    let before = soak_support::status_kib(pid, "VmRSS").unwrap();
+    // 64 MiB of one line; each write returns only once the proxy has read the pipe's share.
+    let chunk = vec![b'y'; 1 << 20];
+    for _ in 0..64 {
+        stdin.write_all(&chunk).unwrap();
+    }
+    let peak = soak_support::status_kib(pid, "VmHWM").unwrap();
+    stdin.write_all(b"\n").unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    )
+    .unwrap();
+    line.clear();
+    stdout.read_line(&mut line).unwrap();
+    let refusal: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let msg = refusal["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("over the proxy's limit"), "{line}");
+    line.clear();
+    stdout.read_line(&mut line).unwrap();
+    assert!(
+        line.contains("\"id\":2") && line.contains("result"),
+        "{line}"
+    );
+    drop(stdin);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let growth = peak.saturating_sub(before);
+    assert!(
+        growth <= 8 * 1024,
+        "peak grew by {growth} KiB for a 64 MiB line"
+    );
+}

@@ -92,6 +92,11 @@ struct Owner {
 impl Owner {
     fn current() -> Option<Owner> {
         let pid = std::process::id();
+        // A /proc of another PID namespace (a container's odd mount) would name other
+        // processes by our pids: then nothing here can be judged, so nothing is swept.
+        if !proc_is_ours(pid) {
+            return None;
+        }
         Some(Owner {
             pid_ns: pid_namespace()?,
             pid,
@@ -167,6 +172,16 @@ fn pid_namespace() -> Option<u64> {
 #[cfg(not(target_os = "linux"))]
 fn pid_namespace() -> Option<u64> {
     None
+}
+
+#[cfg(target_os = "linux")]
+fn proc_is_ours(pid: u32) -> bool {
+    std::fs::read_link("/proc/self").is_ok_and(|p| p.as_os_str() == pid.to_string().as_str())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn proc_is_ours(_pid: u32) -> bool {
+    false
 }
 
 /// Field 22 of `/proc/PID/stat`: the start time in clock ticks after boot.
