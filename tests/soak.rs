@@ -195,3 +195,76 @@ fn a_client_line_that_never_ends_is_dropped_as_it_arrives_and_refused_at_its_end
         "peak grew by {growth} KiB for a 64 MiB line"
     );
 }
+
+#[test]
+fn a_client_that_stops_reading_during_a_storm_bounds_memory_and_loses_nothing() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::fd::AsRawFd;
+    let dir = scratch();
+    let mut cmd = proxy_over(FAULTY, dir.path(), &[], &[]);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    let out = child.stdout.take().unwrap();
+    let fd = out.as_raw_fd();
+    let mut stdout = BufReader::new(out);
+    soak_support::initialize(&mut stdin, &mut stdout).unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    )
+    .unwrap();
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let before = soak_support::status_kib(pid, "VmRSS").unwrap();
+    let storm = 50_000; // 100 000 notifications, about 10 MiB: more than every queue holds
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "storm", "arguments": {"count": storm}}})
+    )
+    .unwrap();
+    // The client is stalled: it reads nothing until the proxy has filled the pipe to it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let mut queued: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int.
+        assert_eq!(unsafe { libc::ioctl(fd, libc::FIONREAD, &mut queued) }, 0);
+        // (A full pipe holds a little under its 64 KiB: whole lines do not fill every page.)
+        if queued >= 56 * 1024 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pipe never filled: {queued} bytes in it"
+        );
+        std::thread::yield_now();
+    }
+    let stalled_peak = soak_support::status_kib(pid, "VmHWM").unwrap();
+    // Now it reads again: every notification and the answer arrive.
+    let mut notifications = 0;
+    loop {
+        line.clear();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "stdout closed early"
+        );
+        if line.contains("\"id\":2") {
+            break;
+        }
+        notifications += 1;
+    }
+    assert!(line.contains("storm done"), "{line}");
+    assert_eq!(notifications, 2 * storm);
+    drop(stdin);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let growth = stalled_peak.saturating_sub(before);
+    // The outbox stops reading the server at 1 MiB queued (8 MiB for the client's own).
+    assert!(
+        growth <= 12 * 1024,
+        "peak grew by {growth} KiB while the client was stalled"
+    );
+}

@@ -41,7 +41,10 @@ pub fn fd_count(pid: u32) -> usize {
         .unwrap_or(0)
 }
 
-fn initialize(stdin: &mut impl Write, stdout: &mut BufReader<ChildStdout>) -> Result<(), String> {
+pub fn initialize(
+    stdin: &mut impl Write,
+    stdout: &mut BufReader<ChildStdout>,
+) -> Result<(), String> {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                    "clientInfo": {"name": "soak", "version": "0"}}});
