@@ -112,18 +112,21 @@ impl CallLog {
     }
 
     /// Append one line to the audit log; on failure, stop using the file and keep the line on
-    /// stderr so the record is not lost.
+    /// stderr so the record is not lost (and so for every line after it).
     fn append(&mut self, line: &str) {
-        let Some(file) = self.file.as_mut() else {
+        let Some(path) = self.path.clone() else {
             return;
         };
-        let before = file.metadata().map(|m| m.len());
-        if let Err(err) = file.write_all(line.as_bytes()) {
+        let path = path.display();
+        if let Some(file) = self.file.as_mut() {
+            let before = file.metadata().map(|m| m.len());
+            let Err(err) = file.write_all(line.as_bytes()) else {
+                return;
+            };
             // A partial line would leave the log unparseable at its end: cut it back off.
             if let Ok(len) = before {
                 let _ = file.set_len(len);
             }
-            let path = self.path.as_deref().unwrap_or(Path::new("?")).display();
             tracing::error!(
                 "cannot append to the audit log {path}: {err}; checked calls are refused from \
                  now on (hint: free space on its file system or fix its permissions, then \
@@ -132,11 +135,17 @@ impl CallLog {
             );
             self.file = None;
             self.failed = Some(err.to_string());
+            return;
         }
+        // The log failed earlier (answers to calls already in flight still arrive).
+        tracing::error!(
+            "audit record not written to {path} (the log failed earlier): {}",
+            line.trim_end()
+        );
     }
 
     pub fn enabled(&self) -> bool {
-        self.live || self.file.is_some() || self.failed.is_some()
+        self.live || self.path.is_some()
     }
 
     pub fn live(&self) -> bool {
@@ -153,7 +162,7 @@ impl CallLog {
     /// A session event that is not a call (tool pinning changes) as one JSON line in the audit
     /// log: `{"ts", "server", "event", ...fields}`. The live log gets its own [`Self::note`].
     pub fn event(&mut self, event: &str, fields: Value) {
-        if self.file.is_none() {
+        if self.path.is_none() {
             return;
         }
         let mut entry = Map::new();
@@ -207,7 +216,7 @@ impl CallLog {
             }
             write_stderr_line(&line);
         }
-        if self.file.is_some() {
+        if self.path.is_some() {
             let entry = json!({
                 "ts": now(),
                 "server": self.server,
