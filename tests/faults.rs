@@ -147,15 +147,30 @@ fn zombies_of(pid: u32) -> Vec<u32> {
         .collect()
 }
 
+/// Wait until the fault server runs below the proxy `pid` (it waits for `initialize`, so
+/// before one is sent it cannot be gone), then take the pidfds of everything below the proxy.
+fn pidfds_once_the_server_runs(pid: u32) -> Vec<(u32, OwnedFd)> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while find_fault_server(pid).is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never started"
+        );
+        std::thread::yield_now();
+    }
+    pidfds_below(pid)
+}
+
+fn find_fault_server(pid: u32) -> Option<u32> {
+    descendants(pid).into_iter().find(|p| {
+        std::fs::read_link(format!("/proc/{p}/exe"))
+            .is_ok_and(|e| e.ends_with("mcpjail-fixture-fault"))
+    })
+}
+
 /// The pid (in our namespace) of the fault server running below the proxy `pid`.
 fn fault_server_below(pid: u32) -> u32 {
-    descendants(pid)
-        .into_iter()
-        .find(|p| {
-            std::fs::read_link(format!("/proc/{p}/exe"))
-                .is_ok_and(|e| e.ends_with("mcpjail-fixture-fault"))
-        })
-        .expect("the fault server below the proxy")
+    find_fault_server(pid).expect("the fault server below the proxy")
 }
 
 /// What the proxy has written to stderr so far.
@@ -199,8 +214,7 @@ fn assert_error_mentions(resp: &Value, needles: &[&str]) {
 fn server_exits_before_answering_initialize() {
     let sc = Scratch::new();
     let mut s = sc.start("exit-before-initialize", &[]);
-    // The server is gone before it could be seen: the zombie check below stands in.
-    let below = Vec::new();
+    let below = pidfds_once_the_server_runs(s.pid());
     let r = init(&mut s);
     assert_error_mentions(&r, &["exited"]);
     assert!(zombies_of(s.pid()).is_empty());
@@ -214,8 +228,7 @@ fn server_exits_before_answering_initialize() {
 fn server_writes_half_its_initialize_answer_and_exits() {
     let sc = Scratch::new();
     let mut s = sc.start("half-initialize", &[]);
-    // The server is gone before it could be seen: the zombie check below stands in.
-    let below = Vec::new();
+    let below = pidfds_once_the_server_runs(s.pid());
     // The half line is not an answer: the client gets a whole JSON-RPC error instead.
     let r = init(&mut s);
     assert_error_mentions(&r, &["exited"]);
