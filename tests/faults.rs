@@ -162,9 +162,11 @@ fn pidfds_once_the_server_runs(pid: u32) -> Vec<(u32, OwnedFd)> {
 }
 
 fn find_fault_server(pid: u32) -> Option<u32> {
+    // `comm` (the name, cut to 15 bytes) needs no ptrace access, unlike `exe`; only the
+    // exec'd server has it (the shim and init below the proxy are forks of the proxy).
     descendants(pid).into_iter().find(|p| {
-        std::fs::read_link(format!("/proc/{p}/exe"))
-            .is_ok_and(|e| e.ends_with("mcpjail-fixture-fault"))
+        std::fs::read_to_string(format!("/proc/{p}/comm"))
+            .is_ok_and(|c| c.trim_end() == "mcpjail-fixture")
     })
 }
 
