@@ -103,7 +103,16 @@ pub fn run(args: ProxyArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
         let (client_in, client_out) = crate::proxy::stdio::client_stdio();
         crate::proxy::run(config, client_in, client_out, signals)
             .await
-            .map_err(anyhow::Error::from)
+            .map_err(|e| match e {
+                crate::proxy::ProxyError::AuditLog(e) => {
+                    anyhow::Error::new(super::UserError::new(e.to_string()).with_hint(
+                        "give --log-file a file in a writable directory on a file system with \
+                         free space, or leave --log-file out (a server whose calls cannot be \
+                         recorded is not started)",
+                    ))
+                }
+                other => anyhow::Error::from(other),
+            })
     });
     // tokio's stdin reads on a blocking thread that cannot be interrupted; the child is
     // already reaped and stdout flushed here, so nothing is lost by not waiting for it.

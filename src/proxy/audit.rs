@@ -4,6 +4,13 @@
 //! answer arrives (so latency and result size are known), or at once for a denial. The live
 //! line goes to stderr, coloured only when asked; the audit line is appended to a file. Both
 //! go through [`redact`] first: a log must not become the place where a token leaks.
+//!
+//! The audit log must not lose records silently. A log that cannot be opened *or written* at
+//! start (a read-only directory, a full disk, `/dev/full`) refuses the session: the first line,
+//! a `session_start` event, is written before the server starts. A write that fails later (the
+//! disk filled up) stops writing to the file, prints the lost line on stderr, and from then on
+//! the proxy refuses every checked call ([`CallLog::audit_failure`]) rather than let one go
+//! unrecorded; the session otherwise goes on (pings, listings, answers already in flight).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -40,6 +47,9 @@ pub struct CallLog {
     live: bool,
     color: bool,
     file: Option<std::fs::File>,
+    path: Option<PathBuf>,
+    /// Why the audit log stopped being written (the file is no longer written once set).
+    failed: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +66,7 @@ impl CallLog {
         color: bool,
         file: Option<&Path>,
     ) -> Result<CallLog, AuditOpenError> {
+        let file_arg = file;
         let file = match file {
             None => None,
             Some(path) => Some(
@@ -69,16 +80,72 @@ impl CallLog {
                     })?,
             ),
         };
-        Ok(CallLog {
+        let mut log = CallLog {
             server: server.to_string(),
             live,
             color,
             file,
-        })
+            path: file_arg.map(Path::to_path_buf),
+            failed: None,
+        };
+        if let (Some(file), Some(path)) = (log.file.as_mut(), file_arg) {
+            // Opening proves little (`/dev/full` opens): the first line must be written.
+            let line = json!({"ts": now(), "server": server, "event": "session_start",
+                              "pid": std::process::id(), "version": env!("CARGO_PKG_VERSION")});
+            file.write_all(format!("{line}\n").as_bytes())
+                .map_err(|source| AuditOpenError {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+        }
+        Ok(log)
+    }
+
+    /// Set once a write to the audit log failed: checked calls are refused from then on.
+    pub fn audit_failure(&self) -> Option<String> {
+        let why = self.failed.as_ref()?;
+        let path = self.path.as_ref()?;
+        Some(format!(
+            "cannot write the audit log {}: {why}",
+            path.display()
+        ))
+    }
+
+    /// Append one line to the audit log; on failure, stop using the file and keep the line on
+    /// stderr so the record is not lost (and so for every line after it).
+    fn append(&mut self, line: &str) {
+        let Some(path) = self.path.clone() else {
+            return;
+        };
+        let path = path.display();
+        if let Some(file) = self.file.as_mut() {
+            let before = file.metadata().map(|m| m.len());
+            let Err(err) = file.write_all(line.as_bytes()) else {
+                return;
+            };
+            // A partial line would leave the log unparseable at its end: cut it back off.
+            if let Ok(len) = before {
+                let _ = file.set_len(len);
+            }
+            tracing::error!(
+                "cannot append to the audit log {path}: {err}; checked calls are refused from \
+                 now on (hint: free space on its file system or fix its permissions, then \
+                 restart the server). The record that was not written: {}",
+                line.trim_end()
+            );
+            self.file = None;
+            self.failed = Some(err.to_string());
+            return;
+        }
+        // The log failed earlier (answers to calls already in flight still arrive).
+        tracing::error!(
+            "audit record not written to {path} (the log failed earlier): {}",
+            line.trim_end()
+        );
     }
 
     pub fn enabled(&self) -> bool {
-        self.live || self.file.is_some()
+        self.live || self.path.is_some()
     }
 
     pub fn live(&self) -> bool {
@@ -94,10 +161,10 @@ impl CallLog {
 
     /// A session event that is not a call (tool pinning changes) as one JSON line in the audit
     /// log: `{"ts", "server", "event", ...fields}`. The live log gets its own [`Self::note`].
-    pub fn event(&self, event: &str, fields: Value) {
-        let Some(mut file) = self.file.as_ref() else {
+    pub fn event(&mut self, event: &str, fields: Value) {
+        if self.path.is_none() {
             return;
-        };
+        }
         let mut entry = Map::new();
         entry.insert("ts".into(), Value::String(now()));
         entry.insert("server".into(), Value::String(self.server.clone()));
@@ -107,9 +174,7 @@ impl CallLog {
         }
         let mut line = Value::Object(entry).to_string();
         line.push('\n');
-        if let Err(err) = file.write_all(line.as_bytes()) {
-            tracing::warn!("cannot append to the audit log: {err}");
-        }
+        self.append(&line);
     }
 
     pub fn record(&mut self, rec: &CallRecord) {
@@ -151,7 +216,7 @@ impl CallLog {
             }
             write_stderr_line(&line);
         }
-        if let Some(file) = &mut self.file {
+        if self.path.is_some() {
             let entry = json!({
                 "ts": now(),
                 "server": self.server,
@@ -172,9 +237,7 @@ impl CallLog {
             }
             let mut line = entry.to_string();
             line.push('\n');
-            if let Err(err) = file.write_all(line.as_bytes()) {
-                tracing::warn!("cannot append to the audit log: {err}");
-            }
+            self.append(&line);
         }
     }
 }

@@ -450,6 +450,22 @@ async fn copy_stderr(copy: Arc<StderrCopy>) {
     }
 }
 
+/// How a server's end reads in a message: `exited (status 3)`, or, for a signal,
+/// `exited (status 137: killed by SIGKILL)` — a bare 137 does not say who or what.
+pub fn describe_exit(status: ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            let name = nix::sys::signal::Signal::try_from(sig)
+                .map(|s| s.as_str().to_string())
+                .unwrap_or_else(|_| format!("signal {sig}"));
+            return format!("exited (status {}: killed by {name})", 128 + sig);
+        }
+    }
+    format!("exited (status {})", exit_code(status))
+}
+
 /// The proxy's exit code for a server's exit status: its code, or 128+signal.
 pub fn exit_code(status: ExitStatus) -> i32 {
     if let Some(code) = status.code() {

@@ -20,6 +20,10 @@ pub enum Frame {
     Line(Bytes),
     /// A line over the maximum length; `len` bytes (without the terminator) were discarded.
     TooLong { len: usize },
+    /// A line still without its newline has passed the maximum: from now on its bytes are
+    /// dropped as they arrive, and [`Frame::TooLong`] follows at its end. Reported at once, so
+    /// a peer writing an endless line is named while it does, not never.
+    Overlong { so_far: usize },
     /// A line without a newline yet has reached the streaming threshold. Its bytes so far are
     /// still buffered: the caller may look at them ([`FramedReader::buffered`]) and either
     /// call [`FramedReader::stream`] to forward it piecewise, or do nothing to keep buffering.
@@ -135,10 +139,14 @@ impl LineDecoder {
                     // A `\r` that may be followed by `\n` still counts towards the limit; one
                     // byte of slack keeps a max-length CRLF line acceptable.
                     if buf.len() > self.max_line + 1 {
-                        self.discarding = Some(buf.len());
+                        let so_far = buf.len();
+                        self.discarding = Some(so_far);
                         self.scanned = 0;
                         self.offered = false;
-                        buf.clear();
+                        // Give the line's memory back, not just its bytes: a buffer grown to
+                        // the maximum would otherwise stay that large for the session.
+                        *buf = BytesMut::new();
+                        return Some(Frame::Overlong { so_far });
                     } else {
                         self.scanned = buf.len();
                         if !self.offered && buf.len() >= self.stream_threshold {
@@ -285,6 +293,8 @@ mod tests {
         assert_eq!(
             got,
             vec![
+                // Named as soon as it passes the maximum, before its end is seen.
+                Frame::Overlong { so_far: 20 },
                 Frame::TooLong { len: 50 },
                 Frame::Line(Bytes::from_static(b"ok\n"))
             ]
@@ -315,7 +325,35 @@ mod tests {
 
     #[test]
     fn over_long_line_at_eof_is_reported() {
-        assert_eq!(frames(&[&[b'y'; 30]], 10), vec![Frame::TooLong { len: 30 }]);
+        assert_eq!(
+            frames(&[&[b'y'; 30]], 10),
+            vec![Frame::Overlong { so_far: 30 }, Frame::TooLong { len: 30 }]
+        );
+    }
+
+    #[test]
+    fn an_endless_line_is_named_once_and_its_memory_given_back() {
+        let mut dec = LineDecoder::new(1000);
+        let mut buf = BytesMut::new();
+        let mut overlong = 0;
+        for _ in 0..1000 {
+            buf.extend_from_slice(&[b'z'; 4096]);
+            while let Some(f) = dec.decode(&mut buf) {
+                assert!(matches!(f, Frame::Overlong { .. }), "{f:?}");
+                overlong += 1;
+            }
+            assert!(buf.capacity() <= 64 * 1024, "{}", buf.capacity());
+        }
+        assert_eq!(overlong, 1);
+        buf.extend_from_slice(b"\n{}\n");
+        assert_eq!(
+            dec.decode(&mut buf),
+            Some(Frame::TooLong { len: 4096 * 1000 })
+        );
+        assert_eq!(
+            dec.decode(&mut buf),
+            Some(Frame::Line(Bytes::from_static(b"{}\n")))
+        );
     }
 
     #[test]
@@ -397,7 +435,19 @@ mod tests {
                     prop_oneof![Just(b'\n'), Just(b'a')], 0..300),
                 max in 1usize..20, cut in 0usize..300) {
                 let cut = cut.min(data.len());
-                let got = frames(&[&data[..cut], &data[cut..]], max);
+                let all = frames(&[&data[..cut], &data[cut..]], max);
+                // An early report is always over the maximum and followed by its line's end.
+                for (i, f) in all.iter().enumerate() {
+                    if let Frame::Overlong { so_far } = f {
+                        prop_assert!(*so_far > max);
+                        let ends = matches!(all.get(i + 1), Some(Frame::TooLong { len }) if len >= so_far);
+                        prop_assert!(ends, "{:?}", all);
+                    }
+                }
+                let got: Vec<Frame> = all
+                    .into_iter()
+                    .filter(|f| !matches!(f, Frame::Overlong { .. }))
+                    .collect();
                 let mut expected = Vec::new();
                 for (i, line) in data.split(|&b| b == b'\n').enumerate() {
                     let terminated = i < data.split(|&b| b == b'\n').count() - 1;

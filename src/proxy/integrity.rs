@@ -104,7 +104,7 @@ pub struct Violations {
 
 impl Violations {
     /// One violation by `from`: `what` happened and the line was dropped (or refused).
-    pub fn report(&mut self, log: &CallLog, from: Side, what: &str) {
+    pub fn report(&mut self, log: &mut CallLog, from: Side, what: &str) {
         let n = match from {
             Side::Server => &mut self.server,
             Side::Client => &mut self.client,

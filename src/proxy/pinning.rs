@@ -85,7 +85,7 @@ impl Pinning {
     /// One `tools/list` page: pin new tools, record and report changed ones, and (at the end
     /// of the proxy's own fetch) report removed ones. `own`: the page answers the proxy's own
     /// fetch; `last`: it has no `nextCursor`.
-    pub fn observe_page(&mut self, tools: &[Value], own: bool, last: bool, log: &CallLog) {
+    pub fn observe_page(&mut self, tools: &[Value], own: bool, last: bool, log: &mut CallLog) {
         if self.mode == PinMode::Off {
             return;
         }
@@ -177,7 +177,7 @@ impl Pinning {
         }
     }
 
-    fn report_removed(&mut self, store: &PinStore, listing: &HashSet<String>, log: &CallLog) {
+    fn report_removed(&mut self, store: &PinStore, listing: &HashSet<String>, log: &mut CallLog) {
         let removed: Vec<String> = store
             .file()
             .tools

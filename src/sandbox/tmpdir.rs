@@ -3,41 +3,235 @@
 //! Created mode 0700 under the system temp dir, granted read-write to the server (and nothing
 //! else under `/tmp` is), exported as `TMPDIR`/`TMP`/`TEMP`, and removed with everything in it
 //! when the [`super::PreparedJail`] is dropped.
+//!
+//! A proxy killed with SIGKILL runs no destructor, so its directory would outlive it. The name
+//! therefore records its owner — `mcpjail-<pid namespace>.<pid>.<start time>-XXXXXX` — and every
+//! proxy, when it creates its own directory and again when it removes it, removes the
+//! directories of owners that are gone. The start time (clock ticks since boot, from
+//! `/proc/PID/stat`) tells a dead owner from a new process that reused its pid, and the pid
+//! namespace keeps a proxy from judging pids it cannot see (another container sharing `/tmp`).
+//! Only directories of our own uid are touched; a live owner's directory is never removed.
+//!
+//! The server controls what is inside a directory, so removal must never follow a symlink out
+//! of it: [`std::fs::remove_dir_all`] opens every level with `O_NOFOLLOW` and unlinks relative
+//! to the parent's descriptor (the CVE-2022-21658 fix, Rust ≥ 1.58.1), and a symlink planted in
+//! the temp dir's place is unlinked, not followed (`tests/tmpdir_sweep.rs` plants both).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::SandboxError;
+
+const PREFIX: &str = "mcpjail-";
 
 #[derive(Debug)]
 pub struct PrivateTmp {
     /// Held for its Drop: removes the directory and everything in it.
-    _dir: tempfile::TempDir,
+    dir: Option<tempfile::TempDir>,
     /// Canonical: rules match real paths (on macOS `/var` is a symlink to `/private/var`).
-    canonical: std::path::PathBuf,
+    canonical: PathBuf,
 }
 
 impl PrivateTmp {
     pub fn create() -> Result<Self, SandboxError> {
         use std::os::unix::fs::PermissionsExt;
+        let parent = std::env::temp_dir();
+        let me = Owner::current();
+        if let Some(me) = &me {
+            sweep_stale(&parent, me);
+        }
+        let prefix = match &me {
+            Some(me) => format!("{PREFIX}{}-", me.tag()),
+            // No way to name the owner (no /proc): the directory cannot be swept later.
+            None => PREFIX.to_string(),
+        };
         let dir = tempfile::Builder::new()
-            .prefix("mcpjail-")
+            .prefix(&prefix)
             .permissions(std::fs::Permissions::from_mode(0o700))
-            .tempdir()
+            .tempdir_in(&parent)
             .map_err(|e| {
                 SandboxError::Prepare(format!(
                     "cannot create the private temporary directory under {}: {e} (hint: set TMPDIR to a writable directory)",
-                    std::env::temp_dir().display()
+                    parent.display()
                 ))
             })?;
         let canonical =
             std::fs::canonicalize(dir.path()).unwrap_or_else(|_| dir.path().to_path_buf());
         Ok(PrivateTmp {
-            _dir: dir,
+            dir: Some(dir),
             canonical,
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.canonical
+    }
+}
+
+impl Drop for PrivateTmp {
+    fn drop(&mut self) {
+        let Some(dir) = self.dir.take() else { return };
+        let parent = dir.path().parent().map(Path::to_path_buf);
+        if let Err(e) = dir.close() {
+            tracing::warn!("cannot remove the private temporary directory: {e}");
+        }
+        // Directories of proxies killed since this one started (SIGKILL runs no destructor).
+        if let (Some(parent), Some(me)) = (parent, Owner::current()) {
+            sweep_stale(&parent, &me);
+        }
+    }
+}
+
+/// The process a directory belongs to, as recorded in its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Owner {
+    pid_ns: u64,
+    pid: u32,
+    start: u64,
+}
+
+impl Owner {
+    fn current() -> Option<Owner> {
+        let pid = std::process::id();
+        // A /proc of another PID namespace (a container's odd mount) would name other
+        // processes by our pids: then nothing here can be judged, so nothing is swept.
+        if !proc_is_ours(pid) {
+            return None;
+        }
+        Some(Owner {
+            pid_ns: pid_namespace()?,
+            pid,
+            start: start_time(pid)?,
+        })
+    }
+
+    fn tag(&self) -> String {
+        format!("{}.{}.{}", self.pid_ns, self.pid, self.start)
+    }
+
+    /// `mcpjail-NS.PID.START-XXXXXX` → the owner; anything else (an older or foreign name) → None.
+    fn from_name(name: &str) -> Option<Owner> {
+        let (tag, _random) = name.strip_prefix(PREFIX)?.split_once('-')?;
+        let mut parts = tag.split('.');
+        let owner = Owner {
+            pid_ns: parts.next()?.parse().ok()?,
+            pid: parts.next()?.parse().ok()?,
+            start: parts.next()?.parse().ok()?,
+        };
+        parts.next().is_none().then_some(owner)
+    }
+
+    /// Gone = no process with that pid, or one with another start time (pid reused).
+    fn is_gone(&self) -> bool {
+        start_time(self.pid) != Some(self.start)
+    }
+}
+
+/// Remove the directories under `parent` whose owner (in our pid namespace, of our uid) is gone.
+/// Best effort: a directory another proxy removes first, or one we cannot read, is skipped.
+fn sweep_stale(parent: &Path, me: &Owner) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(owner) = name.to_str().and_then(Owner::from_name) else {
+            continue;
+        };
+        if owner.pid_ns != me.pid_ns || owner == *me || !owner.is_gone() {
+            continue;
+        }
+        let path = entry.path();
+        // lstat: a symlink with our prefix is not ours to follow.
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !meta.is_dir() || meta.uid() != uid {
+            continue;
+        }
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => tracing::debug!(
+                "removed {} (its proxy, pid {}, is gone)",
+                path.display(),
+                owner.pid
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => tracing::debug!("cannot remove stale {}: {e}", path.display()),
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn pid_namespace() -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self/ns/pid").ok().map(|m| m.ino())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn pid_namespace() -> Option<u64> {
+    None
+}
+
+#[cfg(target_os = "linux")]
+fn proc_is_ours(pid: u32) -> bool {
+    std::fs::read_link("/proc/self").is_ok_and(|p| p.as_os_str() == pid.to_string().as_str())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn proc_is_ours(_pid: u32) -> bool {
+    false
+}
+
+/// Field 22 of `/proc/PID/stat`: the start time in clock ticks after boot.
+#[cfg(target_os = "linux")]
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may itself contain spaces and `)`.
+    let after_comm = &stat[stat.rfind(')')? + 1..];
+    after_comm.split_whitespace().nth(19)?.parse().ok()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn start_time(_pid: u32) -> Option<u64> {
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Owner;
+
+    #[test]
+    fn owner_round_trips_through_the_name_and_rejects_other_names() {
+        let o = Owner {
+            pid_ns: 4026531836,
+            pid: 4242,
+            start: 987654,
+        };
+        let name = format!("mcpjail-{}-aB3dEf", o.tag());
+        assert_eq!(Owner::from_name(&name), Some(o));
+        for other in [
+            "mcpjail-aB3dEf",
+            "mcpjail-harden-x1",
+            "mcpjail-1.2-abc",
+            "mcpjail-1.2.3.4-abc",
+            "mcpjail-x.2.3-abc",
+            "other-1.2.3-abc",
+        ] {
+            assert_eq!(Owner::from_name(other), None, "{other}");
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn this_process_is_its_own_live_owner() {
+        let me = Owner::current().expect("/proc is mounted");
+        assert!(!me.is_gone());
+        let reused = Owner {
+            start: me.start + 1,
+            ..me
+        };
+        assert!(reused.is_gone(), "same pid, other start time = gone");
     }
 }

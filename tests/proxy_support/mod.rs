@@ -210,6 +210,13 @@ impl Session {
         all
     }
 
+    /// Everything the proxy wrote to stderr, once its stderr has closed (after it exits: the
+    /// reader thread may still be behind when `wait_exit` returns).
+    pub fn stderr_closed(&mut self) -> String {
+        while self.stderr_rx.recv_timeout(LINE_TIMEOUT).is_ok() {}
+        self.stderr.lock().unwrap().join("\n")
+    }
+
     /// Wait until a stderr line contains `needle`.
     pub fn wait_stderr(&mut self, needle: &str) -> String {
         loop {

@@ -150,13 +150,13 @@ impl Router {
         let next = result.get("nextCursor").filter(|c| !c.is_null()).cloned();
         if let Some(tools) = result.get("tools").and_then(Value::as_array) {
             self.pinning
-                .observe_page(tools, own, next.is_none(), &self.log);
+                .observe_page(tools, own, next.is_none(), &mut self.log);
             let tools_map = &mut self.catalogue.tools;
             for tool in tools {
                 if let Some(name) = tool.get("name").and_then(Value::as_str) {
                     if tools_map.len() >= integrity::MAX_TOOLS && !tools_map.contains_key(name) {
                         self.violations.report(
-                            &self.log,
+                            &mut self.log,
                             Side::Server,
                             &format!(
                                 "more than {} tools listed; `{}` and later new tools are \
@@ -213,7 +213,7 @@ impl Router {
             let coalesced = std::mem::take(&mut f.coalesced);
             if coalesced >= 1000 {
                 self.violations.report(
-                    &self.log,
+                    &mut self.log,
                     Side::Server,
                     &format!(
                         "{coalesced} tools/list_changed notifications during one tools/list \
@@ -236,7 +236,7 @@ impl Router {
         match next {
             Some(_) if pages >= integrity::MAX_FETCH_PAGES => {
                 self.violations.report(
-                    &self.log,
+                    &mut self.log,
                     Side::Server,
                     &format!(
                         "its tool list goes on past {} pages: the rest is not fetched",

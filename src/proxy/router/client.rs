@@ -88,6 +88,14 @@ impl Router {
                 ));
                 return;
             }
+            Frame::Overlong { so_far } => {
+                tracing::warn!(
+                    "the client is sending a message longer than --max-line-bytes ({} bytes; \
+                     {so_far} so far): it is dropped as it arrives and refused at its end",
+                    self.config.max_line_bytes
+                );
+                return;
+            }
             Frame::Line(line) => line,
             // The client reader has no streaming threshold: every client message is judged
             // whole, so these never occur.
@@ -163,7 +171,7 @@ impl Router {
                 None => {
                     let id = integrity::shown_id(raw_id.as_deref().unwrap_or("null"));
                     self.violations.report(
-                        &self.log,
+                        &mut self.log,
                         Side::Client,
                         &format!("a response to id {id}, which no server request is waiting for: dropped"),
                     );
@@ -324,6 +332,27 @@ impl Router {
     ) {
         let raw_id = env.id.map(|id| id.get().to_string());
         let started = Instant::now();
+        // Fail closed: a call that could not be recorded is not made (see `audit`).
+        if let Some(why) = self.log.audit_failure() {
+            tracing::error!(
+                "refused {} (id {}): {why}",
+                env.method.as_deref().unwrap_or("?"),
+                raw_id.as_deref().unwrap_or("none")
+            );
+            if raw_id.is_some() {
+                self.reply(message::error_line(
+                    raw_id.as_deref(),
+                    code::INTERNAL_ERROR,
+                    &format!(
+                        "mcpjail refused this call because it {why}; no call goes unrecorded \
+                         (hint: free space on its file system or fix its permissions, then \
+                         restart the server)"
+                    ),
+                    None,
+                ));
+            }
+            return;
+        }
         let request = match call::parse(kind, env.params.map(|p| p.get()).unwrap_or("{}")) {
             Ok(mut request) => {
                 if !self.saw_initialize {

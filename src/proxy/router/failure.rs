@@ -56,7 +56,7 @@ impl Router {
     /// Tell the user why the server failed: `--log` (or stderr, through tracing, without it)
     /// and the audit log.
     pub(super) fn report_failure(
-        &self,
+        &mut self,
         msg: &str,
         status: Option<i32>,
         explanation: &crate::sandbox::Explanation,

@@ -28,6 +28,17 @@ impl Router {
                 );
                 return;
             }
+            Frame::Overlong { so_far } => {
+                tracing::error!(
+                    "the server is writing a line longer than --max-line-bytes ({} bytes; \
+                     {so_far} so far) that is not an answer the proxy can stream: it is \
+                     dropped as it arrives; a request it was meant to answer gets an error if \
+                     the server exits without answering (hint: raise --max-line-bytes if the \
+                     server's messages really are this long)",
+                    self.config.max_line_bytes
+                );
+                return;
+            }
             Frame::LongLine => {
                 self.maybe_stream(child);
                 return;
@@ -71,7 +82,7 @@ impl Router {
                 // A line the proxy cannot route could still be read by the client as an
                 // answer (two `id` keys, say): it does not pass.
                 self.violations.report(
-                    &self.log,
+                    &mut self.log,
                     Side::Server,
                     &format!(
                         "a line that is not a JSON-RPC message ({}): dropped",
@@ -109,7 +120,7 @@ impl Router {
         }
         let Some(id) = env.id else {
             self.violations.report(
-                &self.log,
+                &mut self.log,
                 Side::Server,
                 "a message with neither a method nor an id: dropped",
             );
@@ -148,7 +159,7 @@ impl Router {
             // duplicate answer (to a call the proxy denied or still holds, to the proxy's
             // roots/list, which went to the client) never reaches the client.
             self.violations.report(
-                &self.log,
+                &mut self.log,
                 Side::Server,
                 &format!(
                     "a response to id {}, which is not a request the server was sent and has \
@@ -203,7 +214,7 @@ impl Router {
     ) -> bool {
         if id.get().len() > integrity::MAX_ID_BYTES {
             self.violations.report(
-                &self.log,
+                &mut self.log,
                 Side::Server,
                 &format!(
                     "a request id of {} bytes (limit {}): dropped",
@@ -216,7 +227,7 @@ impl Router {
         let key = message::id_key(id);
         if self.server_requests.contains_key(&key) || self.roots.asked.as_ref() == Some(&key) {
             self.violations.report(
-                &self.log,
+                &mut self.log,
                 Side::Server,
                 &format!(
                     "a request with id {}, which is already in flight to the client: dropped",
@@ -227,7 +238,7 @@ impl Router {
         }
         if self.server_requests.len() >= integrity::MAX_SERVER_REQUESTS {
             self.violations.report(
-                &self.log,
+                &mut self.log,
                 Side::Server,
                 &format!(
                     "more than {} requests to the client unanswered: refused",
@@ -350,7 +361,7 @@ impl Router {
             if started {
                 self.out.send(Bytes::from_static(b"\n"));
             }
-            self.violations.report(&self.log, Side::Server, &what);
+            self.violations.report(&mut self.log, Side::Server, &what);
             return;
         }
         st.bytes += piece.len();

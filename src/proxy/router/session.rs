@@ -12,7 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 
 use super::super::audit::CallLog;
-use super::super::child::{exit_code, ServerChild};
+use super::super::child::{describe_exit, exit_code, ServerChild};
 use super::super::framing::FramedReader;
 use super::super::integrity::Violations;
 use super::super::pinning::Pinning;
@@ -264,8 +264,12 @@ where
                 detail: None,
             },
         };
+        let how = child
+            .status
+            .map(describe_exit)
+            .unwrap_or_else(|| format!("exited (status {status})"));
         let msg = format!(
-            "the MCP server exited (status {status}) before answering: {}",
+            "the MCP server {how} before answering: {}",
             explanation.text()
         );
         router.report_failure(&msg, Some(status), &explanation);
