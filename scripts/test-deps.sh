@@ -11,6 +11,7 @@
 #   .test-env/py/    venv with the Python `mcp` SDK (client), from tests/py/requirements.txt
 #   .test-env/git/   venv with `mcp-server-git`, from tests/py/git-requirements.txt
 #   .test-env/uv/    venv with `uv`/`uvx`, from tests/py/uv-requirements.txt
+#   .test-env/fetch/ venv with `mcp-server-fetch`, from tests/py/fetch-requirements.txt
 #   .test-env/runners/{npm-cache,uv-cache}  the npx and uvx caches, filled with the packages of
 #                    tests/launch/pins.env and the locked deps of fixtures/uv-project, so the
 #                    launch-style tests start `npx -y`/`uvx`/`uv run` servers from a warm cache
@@ -174,6 +175,9 @@ install_venv git "$ROOT/tests/py/git-requirements.txt" \
 
 install_venv uv "$ROOT/tests/py/uv-requirements.txt" \
     "$ENV_DIR/uv/bin/uv" --version
+# mcp-server-fetch for the egress-proxy tests (tests/egress.rs).
+install_venv fetch "$ROOT/tests/py/fetch-requirements.txt" \
+    test -x "$ENV_DIR/fetch/bin/mcp-server-fetch"
 
 # The npx and uv caches the launch-style tests use, filled the way a user's first run fills them
 # (`npx -y PKG`, `uvx PKG`, `uv run` in a project), from the registries, resolving as of

@@ -62,6 +62,48 @@ where
     run_with(config, client_in, client_out, signals, launch).await
 }
 
+/// With `--allow-domain` rules and a jail, start the egress proxy and point the jail at it: the
+/// one TCP port the server may connect to, and its `HTTP_PROXY` family. `--allow-net` (no
+/// network rules) and `--no-jail` (no jail to route through it) start none.
+async fn start_egress(
+    config: &mut ProxyConfig,
+) -> Result<Option<crate::proxy::egress::EgressProxy>, ProxyError> {
+    let net = &config.scope.net;
+    if net.allow_domains.is_empty() {
+        return Ok(None);
+    }
+    if net.allow_all {
+        tracing::warn!(
+            "--allow-net: the server reaches every host and port directly; the --allow-domain \
+             rules are not applied"
+        );
+        return Ok(None);
+    }
+    if config.jail.disabled {
+        tracing::warn!(
+            "--no-jail: no egress proxy; the server reaches the network directly, unfiltered"
+        );
+        return Ok(None);
+    }
+    let log = CallLog::new(
+        &config.name,
+        config.live_log,
+        config.color,
+        config.log_file.as_deref(),
+    )
+    .map_err(ProxyError::AuditLog)?;
+    let egress = crate::proxy::egress::EgressProxy::start(
+        net.allow_domains.clone(),
+        config.egress_resolver.clone(),
+        std::sync::Arc::new(log),
+    )
+    .await
+    .map_err(ProxyError::Egress)?;
+    config.scope.net.egress_port = Some(egress.port());
+    config.jail.egress_env = crate::proxy::egress::server_env(egress.port());
+    Ok(Some(egress))
+}
+
 /// [`run`], with the way the server is started given (tests start a task instead).
 pub(super) async fn run_with<R, W>(
     config: ProxyConfig,
@@ -74,6 +116,9 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    let mut config = config;
+    // Kept for the whole session: dropping it stops the listener and its connections.
+    let egress = start_egress(&mut config).await?;
     let jail = crate::sandbox::prepare(&config.scope, &config.command, &config.cwd, &config.jail)
         .map_err(ProxyError::Jail)?;
     let log = CallLog::new(
@@ -94,6 +139,20 @@ where
         }
         if config.jail.disabled {
             log.note("WARNING: --no-jail: the server runs unconfined (diagnosis only)");
+        }
+        if let Some(egress) = &egress {
+            log.note(&format!(
+                "egress proxy on 127.0.0.1:{} (HTTP CONNECT, HTTP, SOCKS5); allowed: {}",
+                egress.port(),
+                config
+                    .scope
+                    .net
+                    .allow_domains
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
         }
     }
     let spawned = launch(&jail, config.max_line_bytes);

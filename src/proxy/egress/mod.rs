@@ -1,0 +1,265 @@
+//! The egress proxy: how a jailed server reaches the domains its policy allows, and only those.
+//!
+//! The jail lets the server open TCP connections to one loopback port only, this listener's;
+//! DNS and UDP are closed by the jail, so names are resolved here, never by the server. The
+//! server finds the proxy through `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY` ([`server_env`]).
+//!
+//! Reading order:
+//! * [`resolve`] — names to addresses, with a test-only name map;
+//! * [`http`] — HTTP `CONNECT` tunnels and plain-HTTP forwarding (request head only parsed);
+//! * [`socks`] — SOCKS5 `CONNECT` for clients that speak it (`ALL_PROXY=socks5h://…`);
+//! * this file — the accept loop and the one decision both protocols share ([`Egress::decide`]).
+//!
+//! Every request is logged (`NET ALLOW`/`NET DENY` in `--log`, `"event": "net"` in
+//! `--log-file`). A denied destination gets an answer that names the flag that would allow it
+//! (an HTTP 403 whose reason phrase and body carry `hint: --allow-domain NAME`, or SOCKS5
+//! reply 0x02), so the server's tool error carries the fix back to the client.
+//!
+//! Bodies and tunnels are copied with fixed-size buffers (`copy_bidirectional`); nothing is
+//! buffered whole, so a slow or huge response does not grow the proxy's memory. Connections are
+//! capped ([`MAX_CONNECTIONS`]).
+
+mod http;
+pub mod resolve;
+mod socks;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use crate::policy::net::{allowing, rule_for, DomainRule, Host};
+use crate::proxy::audit::{CallLog, NetRecord};
+pub use resolve::Resolver;
+
+/// Connections served at once; more wait in the kernel's accept queue.
+const MAX_CONNECTIONS: usize = 256;
+/// How long a destination may take to accept a connection.
+const DIAL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a client may take to send its request head (slow-loris bound).
+const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A running egress proxy. Dropping it stops the listener and every connection.
+#[derive(Debug)]
+pub struct EgressProxy {
+    port: u16,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl EgressProxy {
+    /// Listen on `127.0.0.1:0` and serve until dropped.
+    pub async fn start(
+        rules: Vec<DomainRule>,
+        resolver: Resolver,
+        log: Arc<CallLog>,
+    ) -> std::io::Result<EgressProxy> {
+        let listener = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
+        let port = listener.local_addr()?.port();
+        let egress = Arc::new(Egress {
+            rules,
+            resolver,
+            log,
+        });
+        let task = tokio::spawn(accept_loop(listener, egress));
+        Ok(EgressProxy { port, task })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
+
+impl Drop for EgressProxy {
+    fn drop(&mut self) {
+        // The accept task owns the connection tasks (a JoinSet): aborting it ends them all.
+        self.task.abort();
+    }
+}
+
+/// The variables that point a server's HTTP clients at the proxy. `NO_PROXY` is set empty so a
+/// user's own exclusions (which would make a client try to connect directly and fail in the
+/// jail) do not apply; `NODE_USE_ENV_PROXY` makes Node's built-in fetch and http honour them on
+/// Node releases that support it (Node 20 ignores it; see the README).
+pub fn server_env(port: u16) -> Vec<(String, String)> {
+    let http = format!("http://127.0.0.1:{port}");
+    let socks = format!("socks5h://127.0.0.1:{port}");
+    let mut env = Vec::new();
+    for (key, value) in [
+        ("HTTP_PROXY", &http),
+        ("HTTPS_PROXY", &http),
+        ("ALL_PROXY", &socks),
+        ("NO_PROXY", &String::new()),
+    ] {
+        env.push((key.to_string(), value.clone()));
+        env.push((key.to_ascii_lowercase(), value.clone()));
+    }
+    env.push(("NODE_USE_ENV_PROXY".into(), "1".into()));
+    env
+}
+
+async fn accept_loop(listener: TcpListener, egress: Arc<Egress>) {
+    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut connections = JoinSet::new();
+    loop {
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            return;
+        };
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // EMFILE and friends pass; the listener itself stays usable.
+                tracing::warn!("egress proxy: accept failed: {e}");
+                drop(permit);
+                tokio::task::yield_now().await;
+                continue;
+            }
+        };
+        let egress = egress.clone();
+        connections.spawn(async move {
+            let _permit = permit;
+            if let Err(e) = egress.serve(stream).await {
+                tracing::debug!("egress proxy: connection ended: {e}");
+            }
+        });
+        // Reap finished tasks so the set does not grow with the session's history.
+        while connections.try_join_next().is_some() {}
+    }
+}
+
+/// What the shared decision answered.
+pub(crate) enum Decision {
+    /// Connected to the destination, under this rule.
+    Open(TcpStream, String),
+    /// Refused by policy: the reason, with the hint.
+    Denied(String),
+    /// Allowed, but the destination could not be reached: why.
+    Unreachable(String),
+}
+
+pub(crate) struct Egress {
+    rules: Vec<DomainRule>,
+    resolver: Resolver,
+    log: Arc<CallLog>,
+}
+
+impl Egress {
+    async fn serve(&self, stream: TcpStream) -> std::io::Result<()> {
+        let mut first = [0u8; 1];
+        let n = stream.peek(&mut first).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        if first[0] == socks::VERSION {
+            socks::serve(self, stream).await
+        } else {
+            http::serve(self, stream).await
+        }
+    }
+
+    /// Is `host:port` allowed, and if so, connect to it. Logs a denial (allowed requests are
+    /// logged when they end, with their byte counts: [`Self::log_done`]).
+    pub(crate) async fn decide(&self, host: &Host, port: u16, kind: &str) -> Decision {
+        let Some(rule) = allowing(&self.rules, host, port) else {
+            let what = match host {
+                Host::Ip(_) => "an IP address not listed in the network policy (addresses are only reachable when listed; prefer the name)",
+                Host::Name(_) => "not in the network policy",
+            };
+            let reason = format!(
+                "mcpjail: {host}:{port} is {what}; hint: run with --allow-domain {} (or add it to [net] allow_domains in the policy file)",
+                rule_for(host, port)
+            );
+            self.log_denied(host, port, kind, &reason);
+            return Decision::Denied(reason);
+        };
+        let addresses = match host {
+            Host::Ip(ip) => vec![*ip],
+            Host::Name(name) => match self.resolver.resolve(name, rule.names_loopback()).await {
+                Ok(a) => a,
+                Err(why) => {
+                    let reason = format!("mcpjail: {host}:{port}: {why}");
+                    self.log_denied(host, port, kind, &reason);
+                    return Decision::Unreachable(reason);
+                }
+            },
+        };
+        let mut last = String::from("no address");
+        for ip in addresses {
+            let addr = SocketAddr::new(ip, port);
+            match tokio::time::timeout(DIAL_TIMEOUT, TcpStream::connect(addr)).await {
+                Ok(Ok(s)) => return Decision::Open(s, rule.to_string()),
+                Ok(Err(e)) => last = format!("{addr}: {e}"),
+                Err(_) => last = format!("{addr}: no answer in {DIAL_TIMEOUT:?}"),
+            }
+        }
+        let reason = format!("mcpjail: {host}:{port} is allowed but unreachable ({last})");
+        self.log_denied(host, port, kind, &reason);
+        Decision::Unreachable(reason)
+    }
+
+    fn log_denied(&self, host: &Host, port: u16, kind: &str, reason: &str) {
+        self.log.net(&NetRecord {
+            allowed: false,
+            host: host.to_string(),
+            port,
+            kind: kind.to_string(),
+            rule: None,
+            bytes_up: 0,
+            bytes_down: 0,
+            elapsed: Duration::ZERO,
+            reason: Some(reason.trim_start_matches("mcpjail: ").to_string()),
+        });
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn log_done(
+        &self,
+        host: &Host,
+        port: u16,
+        kind: &str,
+        rule: &str,
+        (up, down): (u64, u64),
+        started: Instant,
+        error: Option<String>,
+    ) {
+        self.log.net(&NetRecord {
+            allowed: true,
+            host: host.to_string(),
+            port,
+            kind: kind.to_string(),
+            rule: Some(rule.to_string()),
+            bytes_up: up,
+            bytes_down: down,
+            elapsed: started.elapsed(),
+            reason: error,
+        });
+    }
+}
+
+/// Copy both ways until both sides are done, with copy_bidirectional's fixed buffers.
+pub(crate) async fn relay<A, B>(a: &mut A, b: &mut B) -> (u64, u64, Option<String>)
+where
+    A: AsyncRead + AsyncWrite + Unpin + ?Sized,
+    B: AsyncRead + AsyncWrite + Unpin + ?Sized,
+{
+    match tokio::io::copy_bidirectional(a, b).await {
+        Ok((up, down)) => (up, down, None),
+        // Counts are lost on error; a reset mid-stream is normal for clients that hang up.
+        Err(e) => (0, 0, Some(format!("ended: {e}"))),
+    }
+}
+
+/// Is `ip` one of this machine's own addresses by definition (loopback, unspecified)?
+pub(crate) fn is_local(ip: &IpAddr) -> bool {
+    let ip = match ip {
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map(IpAddr::V4)
+            .unwrap_or(IpAddr::V6(*v6)),
+        v4 => *v4,
+    };
+    ip.is_loopback() || ip.is_unspecified()
+}
