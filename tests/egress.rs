@@ -248,6 +248,29 @@ fn node_server_reaches_allowed_names_only_and_the_kernel_refuses_the_rest() {
         .iter()
         .all(|e| e["host"] == "allowed.test" && e["bytes_down"].as_u64().unwrap() > 0));
     assert!(denied.iter().any(|e| e["host"] == "127.0.0.1"));
+
+    // `policy learn --from-log` proposes exactly the refused destinations, from this log.
+    let learned = Command::new(env!("CARGO_BIN_EXE_mcpjail"))
+        .args(["policy", "learn", "--from-log"])
+        .arg(&log_file)
+        .output()
+        .unwrap();
+    assert!(learned.status.success(), "{learned:?}");
+    let learned = String::from_utf8_lossy(&learned.stdout);
+    for rule in [
+        format!("\"denied.test:{}\"", origin.http),
+        format!("\"denied.test:{}\"", origin.https),
+        format!("\"127.0.0.1:{}\"", origin.http),
+        format!("\"localhost:{}\"", origin.http),
+    ] {
+        assert!(learned.contains(&rule), "{rule} in:\n{learned}");
+    }
+    assert!(!learned.contains("allowed.test"), "{learned}");
+    let proposal: toml::Table = learned.parse().unwrap();
+    assert_eq!(
+        proposal["net"]["allow_domains"].as_array().unwrap().len(),
+        4
+    );
 }
 
 /// The control for every refusal above: without the jail the same server reaches the origin
@@ -297,9 +320,19 @@ fn node_server_reaches_a_name_once_it_is_allowed() {
     let origin = Origin::start();
     let home = tempfile::tempdir().unwrap();
     let log_file = home.path().join("audit.jsonl");
+    // One rule from the policy file's [net] table, the others from flags: both feed the proxy.
+    let policy = home.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "[net]\nallow_domains = [\"denied.test:{}\"]\n",
+            origin.https
+        ),
+    )
+    .unwrap();
     let allow = [
-        "--allow-domain".to_string(),
-        format!("denied.test:{}", origin.https),
+        "--policy".to_string(),
+        policy.display().to_string(),
         "--allow-domain".into(),
         format!("localhost:{}", origin.http),
         "--allow-domain".into(),

@@ -211,6 +211,91 @@ pub fn allowing<'a>(rules: &'a [DomainRule], host: &Host, port: u16) -> Option<&
     rules.iter().find(|r| r.matches(host, port))
 }
 
+/// A destination the egress proxy refused, proposed as a rule (`policy learn --from-log`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DomainProposal {
+    /// The rule text that would allow it (`api.example.com`, `x.test:8443`, `10.0.0.1:443`).
+    pub rule: String,
+    /// How many requests it refused.
+    pub denied: usize,
+    /// Whether the server asked for an address rather than a name.
+    pub address: bool,
+}
+
+/// The destinations refused in an audit log (`--log-file` JSON lines, `"event": "net"`), for
+/// `server` if given, as rules, most-refused first. Lines that are not net events are skipped.
+pub fn propose_from_audit(text: &str, server: Option<&str>) -> Vec<DomainProposal> {
+    let mut out: Vec<DomainProposal> = Vec::new();
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if v["event"] != "net" || v["decision"] != "deny" {
+            continue;
+        }
+        if server.is_some_and(|s| v["server"] != s) {
+            continue;
+        }
+        let (Some(host), Some(port)) = (
+            v["host"].as_str().and_then(Host::parse),
+            v["port"].as_u64().and_then(|p| u16::try_from(p).ok()),
+        ) else {
+            continue;
+        };
+        let rule = rule_for(&host, port);
+        match out.iter_mut().find(|p| p.rule == rule) {
+            Some(p) => p.denied += 1,
+            None => out.push(DomainProposal {
+                rule,
+                denied: 1,
+                address: matches!(host, Host::Ip(_)),
+            }),
+        }
+    }
+    out.sort_by(|a, b| b.denied.cmp(&a.denied).then(a.rule.cmp(&b.rule)));
+    out
+}
+
+/// Hosts named by `http://` / `https://` URLs in `texts` (a server's argv and environment), as
+/// rules: what a server was told to talk to (`policy derive` proposes them).
+pub fn urls_in<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut out = Vec::new();
+    for text in texts {
+        for (at, _) in text.match_indices("://") {
+            let scheme_start = text[..at]
+                .rfind(|c: char| !c.is_ascii_alphanumeric())
+                .map_or(0, |i| i + 1);
+            let default_port = match text[scheme_start..at].to_ascii_lowercase().as_str() {
+                "http" | "ws" => 80,
+                "https" | "wss" => 443,
+                _ => continue,
+            };
+            let rest = &text[at + 3..];
+            let end = rest
+                .find(['/', '?', '#', '"', '\'', ' ', ','])
+                .unwrap_or(rest.len());
+            let authority = &rest[..end];
+            let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+            let (host, port) = match authority.rsplit_once(':') {
+                Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => {
+                    match p.parse::<u16>() {
+                        Ok(p) => (h, p),
+                        Err(_) => (authority, default_port),
+                    }
+                }
+                _ => (authority, default_port),
+            };
+            if let Some(host) = Host::parse(host) {
+                let rule = rule_for(&host, port);
+                if !out.contains(&rule) {
+                    out.push(rule);
+                }
+            }
+        }
+    }
+    out
+}
+
 fn parse_port(text: &str) -> Result<u16, String> {
     match text.parse::<u16>() {
         Ok(0) | Err(_) => Err(format!("`{text}` is not a port (1-65535)")),
@@ -291,6 +376,42 @@ mod tests {
             let e = DomainRule::parse(bad).unwrap_err();
             assert!(!e.why.is_empty(), "{bad}");
         }
+    }
+
+    #[test]
+    fn proposals_from_the_audit_log_count_refusals_per_rule() {
+        let log = [
+            r#"{"event":"net","server":"a","decision":"deny","host":"api.x.test","port":443}"#,
+            r#"{"event":"net","server":"a","decision":"deny","host":"api.x.test","port":443}"#,
+            r#"{"event":"net","server":"a","decision":"deny","host":"10.0.0.1","port":8080}"#,
+            r#"{"event":"net","server":"a","decision":"allow","host":"ok.test","port":443}"#,
+            r#"{"event":"net","server":"b","decision":"deny","host":"b.test","port":80}"#,
+            r#"{"ts":"x","server":"a","tool":"fetch"}"#,
+            "not json",
+        ]
+        .join("\n");
+        let p = propose_from_audit(&log, Some("a"));
+        assert_eq!(
+            p.iter()
+                .map(|p| (p.rule.as_str(), p.denied, p.address))
+                .collect::<Vec<_>>(),
+            vec![("api.x.test", 2, false), ("10.0.0.1:8080", 1, true)]
+        );
+        assert_eq!(propose_from_audit(&log, None).len(), 3);
+    }
+
+    #[test]
+    fn urls_in_argv_become_rules() {
+        let got = urls_in([
+            "--base-url=https://API.example.com/v1",
+            "http://user:pw@intranet.test:8080/x",
+            "see https://docs.example.com, and ftp://skip.test",
+            "no url here",
+        ]);
+        assert_eq!(
+            got,
+            vec!["api.example.com", "intranet.test:8080", "docs.example.com"]
+        );
     }
 
     #[test]
