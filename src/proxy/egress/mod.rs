@@ -263,3 +263,119 @@ pub(crate) fn is_local(ip: &IpAddr) -> bool {
     };
     ip.is_loopback() || ip.is_unspecified()
 }
+
+#[cfg(test)]
+mod tests {
+    //! The protocols over real loopback sockets: an origin on 127.0.0.1, reached by a test name.
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    async fn origin() -> u16 {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = l.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = l.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 1024];
+                    let n = s.read(&mut buf).await.unwrap_or(0);
+                    let _ = s.write_all(b"echo:").await;
+                    let _ = s.write_all(&buf[..n]).await;
+                });
+            }
+        });
+        port
+    }
+
+    async fn proxy(rules: &[&str], log: &std::path::Path) -> EgressProxy {
+        let rules = rules
+            .iter()
+            .map(|r| DomainRule::parse(r).unwrap())
+            .collect();
+        let resolver = Resolver::with_test_names(vec![
+            ("ok.test".into(), "127.0.0.1".parse().unwrap()),
+            ("no.test".into(), "127.0.0.1".parse().unwrap()),
+        ]);
+        let log = CallLog::new("t", false, false, Some(log)).unwrap();
+        EgressProxy::start(rules, resolver, Arc::new(log))
+            .await
+            .unwrap()
+    }
+
+    async fn socks(proxy: u16, name: &str, port: u16) -> (TcpStream, [u8; 10]) {
+        let mut s = TcpStream::connect(("127.0.0.1", proxy)).await.unwrap();
+        s.write_all(&[5, 1, 0]).await.unwrap();
+        let mut method = [0u8; 2];
+        s.read_exact(&mut method).await.unwrap();
+        assert_eq!(method, [5, 0]);
+        let mut req = vec![5, 1, 0, 3, name.len() as u8];
+        req.extend_from_slice(name.as_bytes());
+        req.extend_from_slice(&port.to_be_bytes());
+        s.write_all(&req).await.unwrap();
+        let mut reply = [0u8; 10];
+        s.read_exact(&mut reply).await.unwrap();
+        (s, reply)
+    }
+
+    #[tokio::test]
+    async fn socks5_connects_allowed_names_and_refuses_others_with_0x02() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.jsonl");
+        let o = origin().await;
+        let p = proxy(&[&format!("ok.test:{o}")], &log).await;
+
+        let (mut s, reply) = socks(p.port(), "ok.test", o).await;
+        assert_eq!(reply[1], 0x00);
+        s.write_all(b"ping").await.unwrap();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).await.unwrap();
+        assert_eq!(got, b"echo:ping");
+
+        let (mut s, reply) = socks(p.port(), "no.test", o).await;
+        assert_eq!(reply[1], 0x02);
+        assert_eq!(
+            s.read(&mut [0u8; 1]).await.unwrap(),
+            0,
+            "closed after a refusal"
+        );
+
+        // The control for the refusal: the same name, once allowed.
+        let p2 = proxy(&[&format!("no.test:{o}")], &log).await;
+        let (_s, reply) = socks(p2.port(), "no.test", o).await;
+        assert_eq!(reply[1], 0x00);
+
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.contains(r#""decision":"deny""#) && text.contains(r#""host":"no.test""#));
+        assert!(text.contains("--allow-domain no.test:"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn an_oversized_request_head_gets_431_and_is_not_forwarded() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = origin().await;
+        let p = proxy(&[&format!("ok.test:{o}")], &dir.path().join("a")).await;
+        let mut s = TcpStream::connect(("127.0.0.1", p.port())).await.unwrap();
+        let head = format!(
+            "GET http://ok.test:{o}/ HTTP/1.1\r\nX-Big: {}\r\n\r\n",
+            "a".repeat(http::MAX_HEAD)
+        );
+        // The proxy may answer and close before it has read everything.
+        let _ = s.write_all(head.as_bytes()).await;
+        let mut got = Vec::new();
+        let _ = s.read_to_end(&mut got).await;
+        let got = String::from_utf8_lossy(&got);
+        assert!(got.starts_with("HTTP/1.1 431 "), "{got}");
+
+        // The control: the same request with a small head is forwarded.
+        let mut s = TcpStream::connect(("127.0.0.1", p.port())).await.unwrap();
+        s.write_all(
+            format!("GET http://ok.test:{o}/x HTTP/1.1\r\nHost: ok.test\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).await.unwrap();
+        let got = String::from_utf8_lossy(&got);
+        assert!(got.starts_with("echo:GET /x HTTP/1.1\r\n"), "{got}");
+        assert!(got.contains("Connection: close\r\n"), "{got}");
+    }
+}
