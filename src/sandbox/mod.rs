@@ -715,6 +715,26 @@ impl PreparedJail {
         &self.report
     }
 
+    /// Whether the server gets a network namespace of its own, reached only through the
+    /// egress proxy's listener in it (see `linux::egress_namespace`).
+    pub fn egress_in_namespace(&self) -> bool {
+        match &self.platform {
+            #[cfg(target_os = "linux")]
+            Platform::Linux(jail) => jail.egress_in_namespace(),
+            _ => false,
+        }
+    }
+
+    /// After a spawn: the egress listener the child made in its network namespace, for the
+    /// egress proxy to accept on. `None` without one.
+    pub fn take_egress_listener(&self) -> Option<std::io::Result<std::net::TcpListener>> {
+        match &self.platform {
+            #[cfg(target_os = "linux")]
+            Platform::Linux(jail) => jail.take_egress_listener(),
+            _ => None,
+        }
+    }
+
     /// Every path the jail opens up, and why.
     pub fn grants(&self) -> &[Grant] {
         &self.grants

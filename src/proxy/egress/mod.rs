@@ -43,11 +43,18 @@ const DIAL_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a client may take to send its request head (slow-loris bound).
 const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A running egress proxy. Dropping it stops the listener and every connection.
+/// A running egress proxy. Dropping it stops the listeners and every connection.
+///
+/// It starts listening on the host's `127.0.0.1:PORT`. When the jail gives the server a network
+/// namespace of its own, each server's child makes a listener on `127.0.0.1:PORT` *there* and
+/// hands it over ([`Self::add_listener`]); the host listener is then closed
+/// ([`Self::close_host_listener`]), so no other process on the machine can use the proxy.
 #[derive(Debug)]
 pub struct EgressProxy {
     port: u16,
-    task: tokio::task::JoinHandle<()>,
+    egress: Arc<Egress>,
+    host: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    namespaced: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl EgressProxy {
@@ -64,19 +71,50 @@ impl EgressProxy {
             resolver,
             log,
         });
-        let task = tokio::spawn(accept_loop(listener, egress));
-        Ok(EgressProxy { port, task })
+        let task = tokio::spawn(accept_loop(listener, egress.clone()));
+        Ok(EgressProxy {
+            port,
+            egress,
+            host: std::sync::Mutex::new(Some(task)),
+            namespaced: std::sync::Mutex::new(Vec::new()),
+        })
     }
 
     pub fn port(&self) -> u16 {
         self.port
     }
+
+    /// Also serve a listener made in a server's network namespace.
+    pub fn add_listener(&self, listener: std::net::TcpListener) -> std::io::Result<()> {
+        listener.set_nonblocking(true)?;
+        let listener = TcpListener::from_std(listener)?;
+        let task = tokio::spawn(accept_loop(listener, self.egress.clone()));
+        if let Ok(mut tasks) = self.namespaced.lock() {
+            // A respawned-away server's listener is kept until the session ends: its requests
+            // in flight finish, and there are only ever a few.
+            tasks.push(task);
+        }
+        Ok(())
+    }
+
+    /// Stop listening on the host's loopback (the servers reach the proxy in their own
+    /// network namespaces).
+    pub fn close_host_listener(&self) {
+        if let Some(task) = self.host.lock().ok().and_then(|mut h| h.take()) {
+            task.abort();
+        }
+    }
 }
 
 impl Drop for EgressProxy {
     fn drop(&mut self) {
-        // The accept task owns the connection tasks (a JoinSet): aborting it ends them all.
-        self.task.abort();
+        // Each accept task owns its connection tasks (a JoinSet): aborting it ends them all.
+        self.close_host_listener();
+        if let Ok(tasks) = self.namespaced.lock() {
+            for task in tasks.iter() {
+                task.abort();
+            }
+        }
     }
 }
 
@@ -140,6 +178,7 @@ pub(crate) enum Decision {
     Unreachable(String),
 }
 
+#[derive(Debug)]
 pub(crate) struct Egress {
     rules: Vec<DomainRule>,
     resolver: Resolver,

@@ -163,6 +163,7 @@ where
     let command_line = config.command.join(" ");
 
     let mut router = Router {
+        egress,
         ctx: ResolveContext {
             cwd: config.cwd.clone(),
             home: config.home.clone(),
@@ -199,6 +200,7 @@ where
     };
     let mut child = match spawned {
         Ok(mut child) => {
+            super::adopt_egress_listener(router.egress.as_ref(), &jail);
             router.kernel_stops_writes = kernel_stops_writes(&jail);
             child.jail = Some(jail);
             child
