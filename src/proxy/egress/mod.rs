@@ -1,8 +1,10 @@
 //! The egress proxy: how a jailed server reaches the domains its policy allows, and only those.
 //!
 //! The jail lets the server open TCP connections to one loopback port only, this listener's;
-//! DNS and UDP are closed by the jail, so names are resolved here, never by the server. The
-//! server finds the proxy through `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY` ([`server_env`]).
+//! DNS and UDP are closed by the jail, so names are resolved here, never by the server. Where
+//! it can, the jail gives the server a network namespace of its own and the listener is made
+//! there ([`EgressProxy::add_listener`]). The server finds the proxy through
+//! `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY` ([`server_env`]).
 //!
 //! Reading order:
 //! * [`resolve`] — names to addresses, with a test-only name map;
