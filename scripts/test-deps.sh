@@ -247,6 +247,7 @@ if [ "$changed" = 1 ] || [ ! -s "$summary" ]; then
         echo "  py   $("$ENV_DIR/py/bin/python" --version 2>&1): mcp $(py_ver py mcp)"
         echo "  git  $("$ENV_DIR/git/bin/python" --version 2>&1): mcp-server-git $(py_ver git mcp-server-git)" \
             "(mcp $(py_ver git mcp)), $(git --version)"
+        echo "  fetch $("$ENV_DIR/fetch/bin/python" --version 2>&1): mcp-server-fetch $(py_ver fetch mcp-server-fetch) (mcp $(py_ver fetch mcp))"
         echo "  uv   $("$ENV_DIR/uv/bin/uv" --version); runner caches: $(. "$ROOT/tests/launch/pins.env"; echo $NPX_PACKAGES $UVX_PACKAGES)"
     } >"$summary.tmp"
     mv "$summary.tmp" "$summary"
