@@ -12,6 +12,7 @@
 //! variables). Each refusal has a control: the same call under `--no-jail`, or with the domain
 //! allowed, succeeds. Needs `scripts/test-deps.sh`.
 
+mod proxy_support;
 mod support;
 
 use std::io::{BufRead, BufReader};
@@ -468,5 +469,74 @@ fn mcp_server_fetch_control_without_the_jail() {
         run.ok_text(0).contains("origin http /py-direct"),
         "{}",
         run.text(0)
+    );
+}
+
+/// Peak and current resident memory of a process, in KiB (`VmHWM`, `VmRSS`).
+fn memory_kib(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap()
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
+/// Streaming: 128 MiB through a CONNECT tunnel (and 128 MiB of plain HTTP) leave the proxy's
+/// peak memory within a few MiB of where it was: nothing is buffered whole.
+#[test]
+fn a_huge_response_streams_through_the_proxy_in_bounded_memory() {
+    const MIB: u64 = 128;
+    let origin = Origin::start();
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(PROXY);
+    cmd.args(["--allow-domain"])
+        .arg(format!("allowed.test:{}", origin.http))
+        .arg("--allow-domain")
+        .arg(format!("allowed.test:{}", origin.https))
+        .arg("--allow-read")
+        .arg(node_modules())
+        .arg("--allow-read")
+        .arg(&origin.cert)
+        .args(["--env-keep", "NODE_EXTRA_CA_CERTS", "--"])
+        .args(node_server())
+        .current_dir(home.path())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in client_env(home.path(), &origin) {
+        cmd.env(k, v);
+    }
+    let mut s = proxy_support::Session::spawn(cmd);
+    s.initialize();
+    let (_, before) = memory_kib(s.pid());
+    for scheme in ["https", "http"] {
+        let url = origin.url(scheme, "allowed.test", &format!("/big/{MIB}"));
+        let got = proxy_support::result_text(&s.call("fetch_count", json!({ "url": url })));
+        let bytes: u64 = got
+            .trim_start_matches("status 200: ")
+            .trim_end_matches(" bytes")
+            .parse()
+            .unwrap_or_else(|_| panic!("{scheme}: {got}"));
+        assert!(bytes >= MIB << 20, "{scheme}: {got}");
+    }
+    let (peak, _) = memory_kib(s.pid());
+    let growth_mib = peak.saturating_sub(before) / 1024;
+    eprintln!(
+        "proxy memory: {} MiB resident before, {} MiB peak after {} MiB through it",
+        before / 1024,
+        peak / 1024,
+        2 * MIB
+    );
+    assert!(
+        growth_mib < 32,
+        "the proxy's peak memory grew by {growth_mib} MiB while {} MiB passed",
+        2 * MIB
     );
 }
