@@ -178,26 +178,17 @@ fn kernel_stops_writes(jail: &crate::sandbox::PreparedJail) -> bool {
 /// stop listening on the host's loopback). Without it the server has no way out at all: that is
 /// reported, not papered over.
 fn adopt_egress_listener(egress: Option<&crate::proxy::egress::EgressProxy>, jail: &PreparedJail) {
-    {
-        let Some(egress) = egress else {
-            return;
-        };
-        if !jail.egress_in_namespace() {
-            return;
-        }
-        egress.close_host_listener();
-        match jail.take_egress_listener() {
-            Some(Ok(listener)) => {
-                if let Err(e) = egress.add_listener(listener) {
-                    tracing::error!("egress proxy: cannot serve the server's listener: {e}; the server has no network");
-                }
-            }
-            Some(Err(e)) => {
-                tracing::error!("egress proxy: {e}; the server has no network")
-            }
-            None => tracing::error!(
-                "egress proxy: the server's child made no listener; the server has no network"
-            ),
-        }
-    }
+    let Some(egress) = egress.filter(|_| jail.egress_in_namespace()) else {
+        return;
+    };
+    egress.close_host_listener();
+    let why = match jail.take_egress_listener() {
+        Some(Ok(listener)) => match egress.add_listener(listener) {
+            Ok(()) => return,
+            Err(e) => format!("cannot serve the server's listener: {e}"),
+        },
+        Some(Err(e)) => e.to_string(),
+        None => "the server's child made no listener".to_string(),
+    };
+    tracing::error!("egress proxy: {why}; the server has no network");
 }
