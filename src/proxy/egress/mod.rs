@@ -216,13 +216,15 @@ impl Egress {
             self.log_denied(host, port, kind, &reason);
             return Decision::Denied(reason);
         };
+        let started = Instant::now();
         let addresses = match host {
             Host::Ip(ip) => vec![*ip],
             Host::Name(name) => match self.resolver.resolve(name, rule.names_loopback()).await {
                 Ok(a) => a,
                 Err(why) => {
                     let reason = format!("mcpjail: {host}:{port}: {why}");
-                    self.log_denied(host, port, kind, &reason);
+                    let rule = rule.to_string();
+                    self.log_done(host, port, kind, &rule, (0, 0), started, Some(why));
                     return Decision::Unreachable(reason);
                 }
             },
@@ -237,7 +239,16 @@ impl Egress {
             }
         }
         let reason = format!("mcpjail: {host}:{port} is allowed but unreachable ({last})");
-        self.log_denied(host, port, kind, &reason);
+        let rule = rule.to_string();
+        self.log_done(
+            host,
+            port,
+            kind,
+            &rule,
+            (0, 0),
+            started,
+            Some(format!("unreachable: {last}")),
+        );
         Decision::Unreachable(reason)
     }
 
@@ -293,7 +304,9 @@ where
     }
 }
 
-/// Is `ip` one of this machine's own addresses by definition (loopback, unspecified)?
+/// Is `ip` this machine's own (loopback, unspecified) or link-local (169.254.0.0/16 holds most
+/// cloud metadata endpoints; fe80::/10)? A DNS answer of that kind is not followed: a name
+/// allowed by a wildcard could otherwise be pointed at them.
 pub(crate) fn is_local(ip: &IpAddr) -> bool {
     let ip = match ip {
         IpAddr::V6(v6) => v6
@@ -302,7 +315,11 @@ pub(crate) fn is_local(ip: &IpAddr) -> bool {
             .unwrap_or(IpAddr::V6(*v6)),
         v4 => *v4,
     };
-    ip.is_loopback() || ip.is_unspecified()
+    let link_local = match ip {
+        IpAddr::V4(v4) => v4.is_link_local(),
+        IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0) == 0xfe80,
+    };
+    ip.is_loopback() || ip.is_unspecified() || link_local
 }
 
 #[cfg(test)]
@@ -355,6 +372,23 @@ mod tests {
         let mut reply = [0u8; 10];
         s.read_exact(&mut reply).await.unwrap();
         (s, reply)
+    }
+
+    #[test]
+    fn loopback_unspecified_and_link_local_answers_are_local() {
+        for ip in [
+            "127.0.0.1",
+            "::1",
+            "0.0.0.0",
+            "169.254.169.254",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(is_local(&ip.parse().unwrap()), "{ip}");
+        }
+        for ip in ["93.184.216.34", "10.0.0.1", "2001:db8::1"] {
+            assert!(!is_local(&ip.parse().unwrap()), "{ip}");
+        }
     }
 
     #[tokio::test]

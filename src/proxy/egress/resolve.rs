@@ -1,7 +1,7 @@
 //! Names to addresses for the egress proxy (the server itself has no DNS in the jail).
 //!
-//! Loopback stays closed unless asked: a name other than `localhost` whose answer is a loopback
-//! or unspecified address is refused (DNS rebinding would otherwise open the machine's own
+//! Loopback stays closed unless asked: a name other than `localhost` whose answer is a loopback,
+//! unspecified or link-local (cloud metadata) address is refused (DNS rebinding would otherwise open the machine's own
 //! services to a server allowed `*.example.com`), and `localhost` resolves to loopback only.
 //!
 //! The test-only name map ([`Resolver::with_test_names`], from `MCPJAIL_TEST_RESOLVE` in the
@@ -80,8 +80,9 @@ impl Resolver {
         if public.is_empty() {
             return Err(match local.first() {
                 Some(ip) => format!(
-                    "{name} resolves to {ip}, a loopback address, which stays closed (hint: list \
-                     the address itself, e.g. --allow-domain {ip}:PORT, if that is really meant)"
+                    "{name} resolves to {ip}, a loopback or link-local address, which stays \
+                     closed (hint: list the address itself, e.g. --allow-domain {ip}:PORT, if \
+                     that is really meant)"
                 ),
                 None => format!("{name} has no address"),
             });
