@@ -123,9 +123,16 @@ async fn forward(
         Decision::Denied(why) => respond(&mut client, 403, "Forbidden", &why).await,
         Decision::Unreachable(why) => respond(&mut client, 502, "Bad Gateway", &why).await,
         Decision::Open(mut upstream, rule) => {
-            let mut head = format!("{} {} {}\r\n", request.method, path, request.version);
+            // `Host` is the URL's authority, the name the policy judged, whatever the client
+            // wrote: a plain-HTTP request cannot name another site on the same address.
+            let mut head = format!(
+                "{} {} {}\r\nHost: {authority}\r\n",
+                request.method, path, request.version
+            );
             for (name, value) in &request.headers {
-                if HOP_HEADERS.iter().any(|h| name.eq_ignore_ascii_case(h)) {
+                if HOP_HEADERS.iter().any(|h| name.eq_ignore_ascii_case(h))
+                    || name.eq_ignore_ascii_case("host")
+                {
                     continue;
                 }
                 head.push_str(&format!("{name}: {value}\r\n"));

@@ -443,7 +443,7 @@ mod tests {
         // The control: the same request with a small head is forwarded.
         let mut s = TcpStream::connect(("127.0.0.1", p.port())).await.unwrap();
         s.write_all(
-            format!("GET http://ok.test:{o}/x HTTP/1.1\r\nHost: ok.test\r\n\r\n").as_bytes(),
+            format!("GET http://ok.test:{o}/x HTTP/1.1\r\nHost: evil.test\r\n\r\n").as_bytes(),
         )
         .await
         .unwrap();
@@ -452,5 +452,7 @@ mod tests {
         let got = String::from_utf8_lossy(&got);
         assert!(got.starts_with("echo:GET /x HTTP/1.1\r\n"), "{got}");
         assert!(got.contains("Connection: close\r\n"), "{got}");
+        assert!(got.contains(&format!("Host: ok.test:{o}\r\n")), "{got}");
+        assert!(!got.contains("evil.test"), "{got}");
     }
 }
