@@ -221,7 +221,12 @@ impl Egress {
             Host::Ip(ip) => vec![*ip],
             Host::Name(name) => match self.resolver.resolve(name, rule.names_loopback()).await {
                 Ok(a) => a,
-                Err(why) => {
+                Err(resolve::ResolveError::Refused(why)) => {
+                    let reason = format!("mcpjail: {host}:{port}: {why}");
+                    self.log_denied(host, port, kind, &reason);
+                    return Decision::Denied(reason);
+                }
+                Err(resolve::ResolveError::Failed(why)) => {
                     let reason = format!("mcpjail: {host}:{port}: {why}");
                     let rule = rule.to_string();
                     self.log_done(host, port, kind, &rule, (0, 0), started, Some(why));

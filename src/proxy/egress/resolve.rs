@@ -15,6 +15,15 @@ use super::is_local;
 /// The environment variable holding the test-only name map: `name=IP,name=IP`.
 pub const TEST_RESOLVE_ENV: &str = "MCPJAIL_TEST_RESOLVE";
 
+/// Why a name gave no address to dial.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResolveError {
+    /// The answer is an address that stays closed (loopback, link-local): a policy refusal.
+    Refused(String),
+    /// No answer (the resolver failed, or the name has no address).
+    Failed(String),
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Resolver {
     test_names: Vec<(String, IpAddr)>,
@@ -49,7 +58,11 @@ impl Resolver {
 
     /// The addresses to try for `name` (lower-case). `loopback_allowed`: the rule that allowed
     /// the name is `localhost` (or a loopback address).
-    pub async fn resolve(&self, name: &str, loopback_allowed: bool) -> Result<Vec<IpAddr>, String> {
+    pub async fn resolve(
+        &self,
+        name: &str,
+        loopback_allowed: bool,
+    ) -> Result<Vec<IpAddr>, ResolveError> {
         let mapped: Vec<IpAddr> = self
             .test_names
             .iter()
@@ -68,7 +81,7 @@ impl Resolver {
         }
         let answers: Vec<IpAddr> = tokio::net::lookup_host((name, 0))
             .await
-            .map_err(|e| format!("cannot resolve {name}: {e}"))?
+            .map_err(|e| ResolveError::Failed(format!("cannot resolve {name}: {e}")))?
             .map(|a| a.ip())
             .collect();
         let (local, public): (Vec<IpAddr>, Vec<IpAddr>) = answers.into_iter().partition(is_local);
@@ -79,12 +92,12 @@ impl Resolver {
         }
         if public.is_empty() {
             return Err(match local.first() {
-                Some(ip) => format!(
+                Some(ip) => ResolveError::Refused(format!(
                     "{name} resolves to {ip}, a loopback or link-local address, which stays \
                      closed (hint: list the address itself, e.g. --allow-domain {ip}:PORT, if \
                      that is really meant)"
-                ),
-                None => format!("{name} has no address"),
+                )),
+                None => ResolveError::Failed(format!("{name} has no address")),
             });
         }
         Ok(public)
