@@ -190,8 +190,11 @@ pub(crate) struct Egress {
 impl Egress {
     async fn serve(&self, stream: TcpStream) -> std::io::Result<()> {
         let mut first = [0u8; 1];
-        let n = stream.peek(&mut first).await?;
-        if n == 0 {
+        // A client that connects and says nothing must not hold a connection slot for ever.
+        let Ok(n) = tokio::time::timeout(HEAD_TIMEOUT, stream.peek(&mut first)).await else {
+            return Ok(());
+        };
+        if n? == 0 {
             return Ok(());
         }
         if first[0] == socks::VERSION {
