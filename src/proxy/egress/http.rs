@@ -1,11 +1,9 @@
 //! HTTP proxy requests: `CONNECT host:port` tunnels (HTTPS and anything else over TLS) and
 //! plain-HTTP forwarding (`GET http://host/path`).
 //!
-//! Only the request head is parsed, up to [`MAX_HEAD`] (else 431); bodies stream both ways.
-//! A forwarded plain-HTTP request is sent with `Connection: close` and the client connection
-//! ends with the response: one request per proxy connection. Reading response framing to keep
-//! such a connection alive would mean parsing every response, for the rarer unencrypted case;
-//! `CONNECT` tunnels carry keep-alive untouched.
+//! Only heads are parsed, up to [`MAX_HEAD`] (else 431); bodies stream both ways. A `CONNECT`
+//! tunnel is copied untouched (keep-alive included); plain HTTP is forwarded request by request
+//! ([`super::forward`]).
 
 use std::time::Instant;
 
@@ -16,10 +14,10 @@ use super::{relay, Decision, Egress, HEAD_TIMEOUT};
 use crate::policy::net::Host;
 
 /// The largest request head accepted.
-pub const MAX_HEAD: usize = 64 * 1024;
+pub(super) const MAX_HEAD: usize = 64 * 1024;
 
 /// Request headers that concern the hop to the proxy, not the destination.
-const HOP_HEADERS: &[&str] = &[
+pub(super) const HOP_HEADERS: &[&str] = &[
     "proxy-connection",
     "proxy-authorization",
     "connection",
@@ -37,23 +35,12 @@ pub(super) async fn serve(egress: &Egress, mut client: TcpStream) -> std::io::Re
         }
         Ok(Ok(parts)) => parts,
     };
-    let Some(request) = Request::parse(&head) else {
-        return respond(
-            &mut client,
-            400,
-            "Bad Request",
-            "mcpjail: not an HTTP request",
-        )
-        .await;
-    };
-    if request.method.eq_ignore_ascii_case("CONNECT") {
-        connect(egress, client, &request, rest).await
-    } else {
-        forward(egress, client, &request, rest).await
-    }
+    // Every request, CONNECT included, goes through the keep-alive loop, which answers a head
+    // that is not HTTP with 400.
+    super::forward::serve(egress, client, head, rest).await
 }
 
-async fn connect(
+pub(super) async fn connect(
     egress: &Egress,
     mut client: TcpStream,
     request: &Request<'_>,
@@ -89,75 +76,9 @@ async fn connect(
     }
 }
 
-async fn forward(
-    egress: &Egress,
-    mut client: TcpStream,
-    request: &Request<'_>,
-    rest: Vec<u8>,
-) -> std::io::Result<()> {
-    let Some(after_scheme) = strip_prefix_ignore_case(request.target, "http://") else {
-        let why = format!(
-            "mcpjail: the egress proxy forwards absolute http:// URLs and tunnels anything else \
-             with CONNECT; got `{} {}`",
-            request.method, request.target
-        );
-        return respond(&mut client, 400, "Bad Request", &why).await;
-    };
-    let end = after_scheme
-        .find(['/', '?', '#'])
-        .unwrap_or(after_scheme.len());
-    let (authority, path) = after_scheme.split_at(end);
-    let Some((host, port)) = split_authority(authority, Some(80)) else {
-        let why = format!("mcpjail: `{authority}` is not a host[:port]");
-        return respond(&mut client, 400, "Bad Request", &why).await;
-    };
-    // `http://host?q` has an empty path: the origin form still starts with `/`.
-    let path = if path.starts_with('/') {
-        path.to_string()
-    } else {
-        format!("/{path}")
-    };
-    let kind = format!("HTTP {}", request.method);
-    let started = Instant::now();
-    match egress.decide(&host, port, &kind).await {
-        Decision::Denied(why) => respond(&mut client, 403, "Forbidden", &why).await,
-        Decision::Unreachable(why) => respond(&mut client, 502, "Bad Gateway", &why).await,
-        Decision::Open(mut upstream, rule) => {
-            // `Host` is the URL's authority, the name the policy judged, whatever the client
-            // wrote: a plain-HTTP request cannot name another site on the same address.
-            let mut head = format!(
-                "{} {} {}\r\nHost: {authority}\r\n",
-                request.method, path, request.version
-            );
-            for (name, value) in &request.headers {
-                if HOP_HEADERS.iter().any(|h| name.eq_ignore_ascii_case(h))
-                    || name.eq_ignore_ascii_case("host")
-                {
-                    continue;
-                }
-                head.push_str(&format!("{name}: {value}\r\n"));
-            }
-            head.push_str("Connection: close\r\n\r\n");
-            upstream.write_all(head.as_bytes()).await?;
-            upstream.write_all(&rest).await?;
-            let (up, down, error) = relay(&mut client, &mut upstream).await;
-            egress.log_done(
-                &host,
-                port,
-                &kind,
-                &rule,
-                (up + (head.len() + rest.len()) as u64, down),
-                started,
-                error,
-            );
-            Ok(())
-        }
-    }
-}
-
 /// An answer from the proxy itself. The reason phrase carries the text too: some clients show
 /// only the status line of a failed `CONNECT` (Python's httpx: `ProxyError('403 …')`).
-async fn respond(
+pub(super) async fn respond(
     client: &mut TcpStream,
     status: u16,
     phrase: &str,
@@ -207,15 +128,15 @@ async fn read_head(client: &mut TcpStream) -> Result<(Vec<u8>, Vec<u8>), HeadErr
     }
 }
 
-struct Request<'a> {
-    method: &'a str,
-    target: &'a str,
-    version: &'a str,
-    headers: Vec<(&'a str, &'a str)>,
+pub(super) struct Request<'a> {
+    pub(super) method: &'a str,
+    pub(super) target: &'a str,
+    pub(super) version: &'a str,
+    pub(super) headers: Vec<(&'a str, &'a str)>,
 }
 
 impl<'a> Request<'a> {
-    fn parse(head: &'a [u8]) -> Option<Request<'a>> {
+    pub(super) fn parse(head: &'a [u8]) -> Option<Request<'a>> {
         let text = std::str::from_utf8(head).ok()?;
         let mut lines = text.split("\r\n");
         let mut first = lines.next()?.split(' ');
@@ -246,12 +167,6 @@ fn is_token(s: &str) -> bool {
     !s.is_empty()
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-}
-
-fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
-    let head = s.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix)
-        .then(|| &s[prefix.len()..])
 }
 
 /// `host:port`, `[v6]:port`, or (with a default port) a bare host. Userinfo (`user@host`) is

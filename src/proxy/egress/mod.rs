@@ -8,7 +8,8 @@
 //!
 //! Reading order:
 //! * [`resolve`] — names to addresses, with a test-only name map;
-//! * [`http`] — HTTP `CONNECT` tunnels and plain-HTTP forwarding (request head only parsed);
+//! * [`http`] — request heads and HTTP `CONNECT` tunnels; [`forward`] — plain-HTTP forwarding
+//!   with keep-alive (heads parsed, bodies framed and streamed);
 //! * [`socks`] — SOCKS5 `CONNECT` for clients that speak it (`ALL_PROXY=socks5h://…`);
 //! * this file — the accept loop and the one decision both protocols share ([`Egress::decide`]).
 //!
@@ -21,6 +22,7 @@
 //! buffered whole, so a slow or huge response does not grow the proxy's memory. Connections are
 //! capped ([`MAX_CONNECTIONS`]).
 
+mod forward;
 mod http;
 pub mod resolve;
 mod socks;
@@ -431,6 +433,220 @@ mod tests {
         assert!(text.contains("--allow-domain no.test:"), "{text}");
     }
 
+    /// An HTTP/1.1 origin with keep-alive: it answers every request on a connection with the
+    /// request head as its body (`Content-Length`, or chunked for `/chunked`), and counts the
+    /// connections it accepted.
+    async fn http_origin() -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = l.local_addr().unwrap().port();
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = l.accept().await {
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    loop {
+                        let Some(end) = memchr::memmem::find(&buf, b"\r\n\r\n") else {
+                            let mut chunk = [0u8; 4096];
+                            match s.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                            continue;
+                        };
+                        let head: Vec<u8> = buf.drain(..end + 4).collect();
+                        // The request's body (Content-Length only here) is read and dropped.
+                        let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+                        let len: usize = text
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse().ok())
+                            .unwrap_or(0);
+                        while buf.len() < len {
+                            let mut chunk = [0u8; 4096];
+                            match s.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        }
+                        buf.drain(..len);
+                        let answer = if head.starts_with(b"GET /chunked ") {
+                            let mut a =
+                                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+                            a.extend_from_slice(format!("{:x}\r\n", head.len()).as_bytes());
+                            a.extend_from_slice(&head);
+                            a.extend_from_slice(b"\r\n3\r\nend\r\n0\r\n\r\n");
+                            a
+                        } else {
+                            let mut a = format!(
+                                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n",
+                                head.len()
+                            )
+                            .into_bytes();
+                            a.extend_from_slice(&head);
+                            a
+                        };
+                        if s.write_all(&answer).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (port, accepted)
+    }
+
+    /// Read one response (`Content-Length` or chunked) from `s`; its body.
+    async fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>) -> (String, Vec<u8>) {
+        let mut chunk = [0u8; 4096];
+        let end = loop {
+            if let Some(e) = memchr::memmem::find(buf, b"\r\n\r\n") {
+                break e + 4;
+            }
+            let n = s.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "closed mid-head: {}", String::from_utf8_lossy(buf));
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+        buf.drain(..end);
+        let lower = head.to_ascii_lowercase();
+        let body = if lower.contains("transfer-encoding: chunked") {
+            // Read until the last-chunk and its blank line, then strip the framing.
+            while memchr::memmem::find(buf, b"0\r\n\r\n").is_none() {
+                let n = s.read(&mut chunk).await.unwrap();
+                assert!(n > 0);
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            let at = memchr::memmem::find(buf, b"0\r\n\r\n").unwrap() + 5;
+            let raw: Vec<u8> = buf.drain(..at).collect();
+            raw
+        } else {
+            let len: usize = lower
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map(|v| v.trim().parse().unwrap())
+                .unwrap_or(0);
+            while buf.len() < len {
+                let n = s.read(&mut chunk).await.unwrap();
+                assert!(n > 0);
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            buf.drain(..len).collect()
+        };
+        (head, body)
+    }
+
+    #[tokio::test]
+    async fn plain_http_keeps_the_client_connection_alive_and_judges_every_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.jsonl");
+        let (o, accepted) = http_origin().await;
+        let p = proxy(&[&format!("ok.test:{o}")], &log).await;
+        let mut s = TcpStream::connect(("127.0.0.1", p.port())).await.unwrap();
+        let mut buf = Vec::new();
+
+        s.write_all(
+            format!("GET http://ok.test:{o}/a HTTP/1.1\r\nHost: evil.test\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+        let (head, body) = read_response(&mut s, &mut buf).await;
+        assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+        let body = String::from_utf8_lossy(&body);
+        assert!(body.starts_with("GET /a HTTP/1.1\r\n"), "{body}");
+        assert!(body.contains(&format!("Host: ok.test:{o}\r\n")), "{body}");
+        assert!(!body.contains("evil.test"), "{body}");
+
+        // A POST with a body, then a chunked answer, on the same connection.
+        s.write_all(
+            format!("POST http://ok.test:{o}/post HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello")
+                .as_bytes(),
+        )
+        .await
+        .unwrap();
+        let (head, body) = read_response(&mut s, &mut buf).await;
+        assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+        assert!(String::from_utf8_lossy(&body).starts_with("POST /post "));
+        s.write_all(format!("GET http://ok.test:{o}/chunked HTTP/1.1\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let (_, body) = read_response(&mut s, &mut buf).await;
+        let body = String::from_utf8_lossy(&body);
+        assert!(
+            body.contains("GET /chunked ") && body.ends_with("3\r\nend\r\n0\r\n\r\n"),
+            "{body}"
+        );
+        assert_eq!(
+            accepted.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "one upstream connection"
+        );
+
+        // A request for another host on the same connection is judged on its own.
+        s.write_all(format!("GET http://no.test:{o}/ HTTP/1.1\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).await.unwrap();
+        buf.extend_from_slice(&rest);
+        let text = String::from_utf8_lossy(&buf);
+        assert!(text.starts_with("HTTP/1.1 403 "), "{text}");
+        assert!(text.contains("--allow-domain no.test:"), "{text}");
+
+        let audit = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(audit.matches(r#""decision":"allow""#).count(), 3, "{audit}");
+        assert_eq!(audit.matches(r#""decision":"deny""#).count(), 1, "{audit}");
+    }
+
+    #[tokio::test]
+    async fn a_client_expecting_100_continue_hears_it_from_the_proxy() {
+        let dir = tempfile::tempdir().unwrap();
+        let (o, _) = http_origin().await;
+        let p = proxy(&[&format!("ok.test:{o}")], &dir.path().join("a")).await;
+        let mut s = TcpStream::connect(("127.0.0.1", p.port())).await.unwrap();
+        s.write_all(
+            format!("POST http://ok.test:{o}/up HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n")
+                .as_bytes(),
+        )
+        .await
+        .unwrap();
+        let mut buf = Vec::new();
+        let (head, _) = read_response(&mut s, &mut buf).await;
+        assert!(head.starts_with("HTTP/1.1 100 "), "{head}");
+        s.write_all(b"hi").await.unwrap();
+        let (head, body) = read_response(&mut s, &mut buf).await;
+        assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+        let body = String::from_utf8_lossy(&body);
+        assert!(
+            body.starts_with("POST /up ") && !body.to_ascii_lowercase().contains("expect"),
+            "{body}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_request_with_two_body_lengths_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (o, accepted) = http_origin().await;
+        let p = proxy(&[&format!("ok.test:{o}")], &dir.path().join("a")).await;
+        let mut s = TcpStream::connect(("127.0.0.1", p.port())).await.unwrap();
+        s.write_all(
+            format!("POST http://ok.test:{o}/ HTTP/1.1\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+                .as_bytes(),
+        )
+        .await
+        .unwrap();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).await.unwrap();
+        let got = String::from_utf8_lossy(&got);
+        assert!(got.starts_with("HTTP/1.1 400 "), "{got}");
+        assert!(
+            got.contains("both Content-Length and Transfer-Encoding"),
+            "{got}"
+        );
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
+    }
+
     #[tokio::test]
     async fn an_oversized_request_head_gets_431_and_is_not_forwarded() {
         let dir = tempfile::tempdir().unwrap();
@@ -451,16 +667,16 @@ mod tests {
         // The control: the same request with a small head is forwarded.
         let mut s = TcpStream::connect(("127.0.0.1", p.port())).await.unwrap();
         s.write_all(
-            format!("GET http://ok.test:{o}/x HTTP/1.1\r\nHost: evil.test\r\n\r\n").as_bytes(),
+            format!("GET http://ok.test:{o}/x HTTP/1.1\r\nConnection: close\r\n\r\n").as_bytes(),
         )
         .await
         .unwrap();
         let mut got = Vec::new();
         s.read_to_end(&mut got).await.unwrap();
-        let got = String::from_utf8_lossy(&got);
-        assert!(got.starts_with("echo:GET /x HTTP/1.1\r\n"), "{got}");
-        assert!(got.contains("Connection: close\r\n"), "{got}");
-        assert!(got.contains(&format!("Host: ok.test:{o}\r\n")), "{got}");
-        assert!(!got.contains("evil.test"), "{got}");
+        assert!(
+            got.starts_with(b"echo:GET /x HTTP/1.1\r\n"),
+            "{}",
+            String::from_utf8_lossy(&got)
+        );
     }
 }
