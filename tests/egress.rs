@@ -540,3 +540,47 @@ fn a_huge_response_streams_through_the_proxy_in_bounded_memory() {
         2 * MIB
     );
 }
+
+/// A server respawned under a narrower jail (the client's first roots) gets its own network
+/// namespace and listener again, and the egress proxy serves it.
+#[test]
+fn a_respawned_server_reaches_allowed_names_through_its_new_namespace() {
+    let origin = Origin::start();
+    let home = tempfile::tempdir().unwrap();
+    let data = std::fs::canonicalize(home.path()).unwrap().join("data");
+    std::fs::create_dir_all(data.join("sub")).unwrap();
+    let log_file = home.path().join("audit.jsonl");
+    let allow = [
+        "--allow-write".to_string(),
+        data.display().to_string(),
+        "--allow-domain".into(),
+        format!("allowed.test:{}", origin.http),
+    ];
+    let flags = node_flags(&origin, &log_file, &allow);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let server = proxied(&flags, &node_server());
+    let script = json!({
+        // The runtime the fixture imports and the certificate it trusts are scope here (flags),
+        // so the roots name them too, or the narrower jail would drop them.
+        "roots": [
+            data.join("sub").display().to_string(),
+            node_modules().display().to_string(),
+            origin.cert.display().to_string(),
+        ],
+        "steps": [fetch(&origin.url("http", "allowed.test", "/after-respawn"))],
+    });
+    let run = run_client(
+        Client::Ts,
+        "node fetch server respawned",
+        &server,
+        &script,
+        &client_env(home.path(), &origin),
+        home.path(),
+    );
+    assert!(
+        run.stderr.contains("replaced by pid"),
+        "no respawn happened: {}",
+        run.stderr
+    );
+    assert_eq!(run.ok_text(0), "status 200: origin http /after-respawn\n");
+}
