@@ -11,6 +11,7 @@
 #   .test-env/py/    venv with the Python `mcp` SDK (client), from tests/py/requirements.txt
 #   .test-env/git/   venv with `mcp-server-git`, from tests/py/git-requirements.txt
 #   .test-env/uv/    venv with `uv`/`uvx`, from tests/py/uv-requirements.txt
+#   .test-env/fetch/ venv with `mcp-server-fetch`, from tests/py/fetch-requirements.txt
 #   .test-env/runners/{npm-cache,uv-cache}  the npx and uvx caches, filled with the packages of
 #                    tests/launch/pins.env and the locked deps of fixtures/uv-project, so the
 #                    launch-style tests start `npx -y`/`uvx`/`uv run` servers from a warm cache
@@ -174,6 +175,9 @@ install_venv git "$ROOT/tests/py/git-requirements.txt" \
 
 install_venv uv "$ROOT/tests/py/uv-requirements.txt" \
     "$ENV_DIR/uv/bin/uv" --version
+# mcp-server-fetch for the egress-proxy tests (tests/egress.rs).
+install_venv fetch "$ROOT/tests/py/fetch-requirements.txt" \
+    test -x "$ENV_DIR/fetch/bin/mcp-server-fetch"
 
 # The npx and uv caches the launch-style tests use, filled the way a user's first run fills them
 # (`npx -y PKG`, `uvx PKG`, `uv run` in a project), from the registries, resolving as of
@@ -243,6 +247,7 @@ if [ "$changed" = 1 ] || [ ! -s "$summary" ]; then
         echo "  py   $("$ENV_DIR/py/bin/python" --version 2>&1): mcp $(py_ver py mcp)"
         echo "  git  $("$ENV_DIR/git/bin/python" --version 2>&1): mcp-server-git $(py_ver git mcp-server-git)" \
             "(mcp $(py_ver git mcp)), $(git --version)"
+        echo "  fetch $("$ENV_DIR/fetch/bin/python" --version 2>&1): mcp-server-fetch $(py_ver fetch mcp-server-fetch) (mcp $(py_ver fetch mcp))"
         echo "  uv   $("$ENV_DIR/uv/bin/uv" --version); runner caches: $(. "$ROOT/tests/launch/pins.env"; echo $NPX_PACKAGES $UVX_PACKAGES)"
     } >"$summary.tmp"
     mv "$summary.tmp" "$summary"

@@ -473,3 +473,59 @@ fn pin_list_and_approve() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn net_allow_domains_survive_derive_write_and_export_to_srt() {
+    let fs_bin = test_env("node/node_modules/.bin/mcp-server-filesystem");
+    let u = User::new();
+    let root = u.root();
+    std::fs::create_dir_all(root.join("data")).unwrap();
+    let pol = root.join("p.toml");
+    std::fs::write(
+        &pol,
+        "write = [\"data\"]\n[net]\nallow_domains = [\"api.example.com\", \"*.cdn.example.com:8443\"]\n",
+    )
+    .unwrap();
+    let toml_text = ok(u
+        .mcpjail(&root)
+        .args(["policy", "derive", "--policy"])
+        .arg(&pol)
+        .arg("--")
+        .arg(&fs_bin)
+        .arg(root.join("data"))
+        .output()
+        .unwrap());
+    assert!(
+        toml_text
+            .contains("[net]\nallow_domains = [\"api.example.com\", \"*.cdn.example.com:8443\"]\n"),
+        "{toml_text}"
+    );
+    // What derive wrote is itself a policy file the exporter reads back.
+    let derived = root.join("derived.toml");
+    std::fs::write(&derived, &toml_text).unwrap();
+    let srt = json_of(
+        u.mcpjail(&root)
+            .args(["policy", "export", "--format", "srt", "--policy"])
+            .arg(&derived)
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(
+        srt["network"]["allowedDomains"],
+        json!(["api.example.com", "*.cdn.example.com"])
+    );
+
+    std::fs::write(&pol, "[net]\nallow_domains = [\"https://x.test/\"]\n").unwrap();
+    let out = u
+        .mcpjail(&root)
+        .args(["policy", "export", "--format", "srt", "--policy"])
+        .arg(&pol)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("line 2") && err.contains("net.allow_domains") && err.contains("not a URL"),
+        "{err}"
+    );
+}

@@ -65,6 +65,7 @@ async fn allowed_connect_port_works_and_other_ports_are_denied_by_landlock() {
         allow_all: false,
         tcp_connect_ports: vec![a],
         tcp_bind_ports: vec![],
+        ..NetRules::default()
     };
 
     let ok = call(net.clone(), true, a, u, "tcp_connect").await;

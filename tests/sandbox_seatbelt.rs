@@ -95,6 +95,7 @@ fn allowed_tcp_ports() {
             allow_all: false,
             tcp_connect_ports: vec![443],
             tcp_bind_ports: vec![8080],
+            ..NetRules::default()
         },
         ..Scope::default()
     };

@@ -507,6 +507,11 @@ impl<'a> Report<'a> {
         }
     }
 
+    /// Hosts named by URLs in the server's argv, as `--allow-domain` rules.
+    fn proposed_domains(&self) -> Vec<String> {
+        crate::policy::net::urls_in(self.command.iter().skip(1).map(String::as_str))
+    }
+
     fn json(&self) -> Value {
         let entries = |list: &[ScopeEntry]| -> Value {
             list.iter()
@@ -533,6 +538,10 @@ impl<'a> Report<'a> {
         json!({
             "server": self.name,
             "command": self.command,
+            "net": {
+                "allow_domains": scope.net.allow_domains.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                "proposed_domains": self.proposed_domains(),
+            },
             "policy_file": self.derived.policy_file,
             "scope": {
                 "read": entries(&scope.read),
@@ -626,6 +635,37 @@ impl<'a> Report<'a> {
                     toml_string(name)
                 ));
             }
+        }
+        // Kept from the policy file (a `--write` must not drop them); URLs in the server's
+        // argv are proposed, commented, for the user to confirm.
+        let allowed: Vec<String> = scope
+            .net
+            .allow_domains
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let proposed: Vec<String> = self
+            .proposed_domains()
+            .into_iter()
+            .filter(|r| !allowed.contains(r))
+            .collect();
+        if !allowed.is_empty() {
+            out.push_str("\n# Network by name, through mcpjail-proxy's egress proxy.\n[net]\n");
+            out.push_str(&format!(
+                "allow_domains = [{}]\n",
+                allowed
+                    .iter()
+                    .map(|d| toml_string(d))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if !proposed.is_empty() {
+            out.push_str(&format!(
+                "\n# Proposed: hosts named by URLs in the server's arguments (not allowed until\n\
+                 # listed under [net] allow_domains or given as --allow-domain):\n#   {}\n",
+                proposed.join(", ")
+            ));
         }
         out.push_str("\n# Tools (path arguments as JSON pointers; `*` = any index or key).\n");
         for (t, src) in &self.tools {

@@ -46,6 +46,11 @@ pub struct ProxyArgs {
     /// Allow TCP bind on PORT (repeatable).
     #[arg(long, value_name = "PORT")]
     pub allow_tcp_bind: Vec<u16>,
+    /// Let the server reach DOMAIN through the egress proxy (repeatable): `example.com`,
+    /// `*.example.com`, `example.com:8443` (ports 80/443 unless written), or a listed IP
+    /// address `203.0.113.7:443`. Loopback only when named (`localhost:PORT`).
+    #[arg(long, value_name = "DOMAIN", value_parser = parse_domain_rule)]
+    pub allow_domain: Vec<crate::policy::DomainRule>,
     /// Turn all network restrictions off (for servers that need the internet).
     #[arg(long)]
     pub allow_net: bool,
@@ -201,10 +206,46 @@ pub fn resolve_settings(
         )
     })?;
     let mut scope = derived.scope;
+    let mut allow_domains = std::mem::take(&mut scope.net.allow_domains);
+    for rule in &args.allow_domain {
+        if !allow_domains.contains(rule) {
+            allow_domains.push(rule.clone());
+        }
+    }
+    if args.allow_net {
+        tracing::warn!(
+            "--allow-net: the server may reach EVERY host and port (no Landlock network rules, \
+             all socket families, no egress filtering); prefer --allow-domain"
+        );
+    }
     scope.net = crate::policy::NetRules {
         allow_all: args.allow_net,
         tcp_connect_ports: args.allow_tcp_connect.clone(),
         tcp_bind_ports: args.allow_tcp_bind.clone(),
+        allow_domains,
+        egress_port: None,
+    };
+    let egress_resolver = match std::env::var(crate::proxy::egress::resolve::TEST_RESOLVE_ENV) {
+        Ok(map) if !map.is_empty() => {
+            let names = crate::proxy::egress::Resolver::parse_test_names(&map).map_err(|e| {
+                super::UserError::new(format!(
+                    "{} is set but cannot be read: {e}",
+                    crate::proxy::egress::resolve::TEST_RESOLVE_ENV
+                ))
+                .with_hint("it is a test-only setting: unset it")
+            })?;
+            tracing::warn!(
+                "{} is set: the egress proxy answers {} from this test-only map instead of DNS",
+                crate::proxy::egress::resolve::TEST_RESOLVE_ENV,
+                names
+                    .iter()
+                    .map(|(n, ip)| format!("{n}={ip}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+            crate::proxy::egress::Resolver::with_test_names(names)
+        }
+        _ => crate::proxy::egress::Resolver::system(),
     };
     let state_dir = crate::policy::server_state_dir(&name, home.as_deref());
     // Recorded now, checked by every jail prepared from this scope (respawns included).
@@ -240,7 +281,12 @@ pub fn resolve_settings(
         log_file: args.log_file.clone(),
         grace: std::time::Duration::from_secs(2),
         pin: args.pin,
+        egress_resolver,
     })
+}
+
+fn parse_domain_rule(text: &str) -> Result<crate::policy::DomainRule, String> {
+    crate::policy::DomainRule::parse(text).map_err(|e| e.why)
 }
 
 /// SIGINT/SIGTERM are passed to the session, which passes each on to the server (as the

@@ -405,8 +405,17 @@ pub struct LearnArgs {
     /// Seconds to wait for each call.
     #[arg(long, default_value_t = 10, value_name = "SECS")]
     pub timeout: u64,
+    /// Instead of running the server: propose `[net] allow_domains` from the destinations
+    /// the egress proxy refused, read from a `mcpjail-proxy --log-file` audit log (for the
+    /// server `--name`, if given).
+    #[arg(long, value_name = "FILE")]
+    pub from_log: Option<PathBuf>,
     /// The server command (after `--`).
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    #[arg(
+        last = true,
+        required_unless_present = "from_log",
+        value_name = "COMMAND"
+    )]
     pub command: Vec<String>,
 }
 
@@ -419,6 +428,9 @@ pub enum LearnFormat {
 /// `mcpjail policy learn`.
 pub fn run_learn(args: LearnArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
     let _ = global;
+    if let Some(log) = &args.from_log {
+        return learn_domains_from_log(log, &args);
+    }
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let opts = ScanOptions {
         command: args.command.clone(),
@@ -446,5 +458,52 @@ pub fn run_learn(args: LearnArgs, global: &GlobalArgs) -> anyhow::Result<ExitCod
     let mut out = std::io::stdout().lock();
     out.write_all(body.as_bytes())?;
     out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `policy learn --from-log FILE`: the egress proxy's refusals as proposed domain rules.
+fn learn_domains_from_log(log: &std::path::Path, args: &LearnArgs) -> anyhow::Result<ExitCode> {
+    let text = std::fs::read_to_string(log).map_err(|e| {
+        super::UserError::new(format!("cannot read the audit log {}: {e}", log.display()))
+            .with_hint("pass the file given to mcpjail-proxy --log-file")
+    })?;
+    let proposals = crate::policy::net::propose_from_audit(&text, args.name.as_deref());
+    let body = match args.format {
+        LearnFormat::Json => serde_json::to_string_pretty(&proposals)? + "\n",
+        LearnFormat::Toml => {
+            let mut out = format!(
+                "# Destinations the egress proxy refused, from {}{}.\n# Keep only those the \
+                 server needs, then put them in its policy file (or pass --allow-domain).\n",
+                log.display(),
+                args.name
+                    .as_deref()
+                    .map(|n| format!(" (server `{n}`)"))
+                    .unwrap_or_default()
+            );
+            if proposals.is_empty() {
+                out.push_str("# (none refused)\n");
+            } else {
+                out.push_str("[net]\nallow_domains = [\n");
+                for p in &proposals {
+                    out.push_str(&format!(
+                        "  {},  # refused {} time(s){}\n",
+                        toml::Value::String(p.rule.clone()),
+                        p.denied,
+                        if p.address {
+                            "; an address: prefer the name if it has one"
+                        } else {
+                            ""
+                        }
+                    ));
+                }
+                out.push_str("]\n");
+            }
+            out
+        }
+    };
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(body.as_bytes())?;
+    stdout.flush()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -251,6 +251,13 @@ pub fn derive_scope_with_env(
         }
     }
 
+    // Validated when the file was parsed.
+    scope.net.allow_domains = policy
+        .net
+        .allow_domains
+        .iter()
+        .filter_map(|r| super::net::DomainRule::parse(r).ok())
+        .collect();
     scope.deny = always_denied(inputs.home.as_deref());
     for d in &policy.deny {
         if !scope.deny.contains(d) {

@@ -174,10 +174,10 @@ pub fn srt(scope: &Scope, runtime: &[Grant], home: Option<&Path>) -> Export {
             "srt filters network by domain, not port: the TCP port rules are not exported".into(),
         );
     }
-    let allowed_domains: Vec<&str> = if scope.net.allow_all {
-        vec!["*"]
+    let allowed_domains: Vec<String> = if scope.net.allow_all {
+        vec!["*".into()]
     } else {
-        vec![]
+        srt_domains(&scope.net.allow_domains, &mut notes)
     };
     notes.push(
         "srt leaves reads outside denyRead open: only the home directory, /root and the \
@@ -200,8 +200,48 @@ pub fn srt(scope: &Scope, runtime: &[Grant], home: Option<&Path>) -> Export {
 }
 
 /// nono profile JSON.
+/// `--allow-domain` rules as srt's `network.allowedDomains` (`example.com`, `*.example.com`).
+/// srt's patterns carry no port and no address: a rule with a port is exported as its name
+/// (wider: srt allows the name on any port), an address rule is left out; both are noted.
+fn srt_domains(rules: &[super::net::DomainRule], notes: &mut Vec<String>) -> Vec<String> {
+    use super::net::HostPattern;
+    let mut out: Vec<String> = Vec::new();
+    for rule in rules {
+        let name = match &rule.host {
+            HostPattern::Exact(n) => n.clone(),
+            HostPattern::Subdomains(s) => format!("*.{s}"),
+            HostPattern::Ip(_) => {
+                notes.push(format!(
+                    "srt's allowedDomains takes names only: the address rule {rule} is not exported"
+                ));
+                continue;
+            }
+        };
+        if rule.port.is_some() {
+            notes.push(format!(
+                "srt's allowedDomains has no ports: {rule} is exported as {name} (any port)"
+            ));
+        }
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// Domain rules need an egress proxy, which the other formats have no field for.
+fn domains_not_exported(scope: &Scope, format: &str, notes: &mut Vec<String>) {
+    if !scope.net.allow_all && !scope.net.allow_domains.is_empty() {
+        notes.push(format!(
+            "{format} has no domain filtering: the [net] allow_domains rules are not exported \
+             (the network stays closed there)"
+        ));
+    }
+}
+
 pub fn nono(scope: &Scope, runtime: &[Grant], name: &str) -> Export {
     let mut notes = Vec::new();
+    domains_not_exported(scope, "nono", &mut notes);
     let (write_dirs, write_files) = split_dirs(existing(entry_paths(&scope.write)));
     let reads = entry_paths(&scope.read)
         .into_iter()
@@ -316,6 +356,7 @@ pub fn landrun_args(
             globs.join(", ")
         ));
     }
+    domains_not_exported(scope, "landrun", &mut notes);
     args.push("--".into());
     args.extend(command.iter().cloned());
     (args, notes)
@@ -335,13 +376,15 @@ pub fn landrun(scope: &Scope, runtime: &[Grant], command: &[String]) -> Export {
 /// The macOS Seatbelt profile (the jail's own generator; no private TMPDIR: `sandbox-exec`
 /// users give the server one themselves).
 pub fn seatbelt(scope: &Scope, runtime: &[Grant]) -> Export {
+    let mut notes = vec![
+        "run it with: sandbox-exec -f PROFILE -- COMMAND (macOS); the runtime paths are this \
+         machine's, derive it on the Mac that runs the server"
+            .into(),
+    ];
+    domains_not_exported(scope, "the Seatbelt profile", &mut notes);
     Export {
         text: crate::sandbox::seatbelt::profile(scope, runtime, None),
-        notes: vec![
-            "run it with: sandbox-exec -f PROFILE -- COMMAND (macOS); the runtime paths are this \
-             machine's, derive it on the Mac that runs the server"
-                .into(),
-        ],
+        notes,
     }
 }
 
@@ -455,6 +498,43 @@ mod tests {
         assert_eq!(v["network"]["block"], true);
         assert!(e.notes.iter().any(|n| n.contains("**/.env")));
         assert_eq!(nono_name("@scope/pkg_x"), "mcpjail-scope-pkg-x");
+    }
+
+    #[test]
+    fn srt_gets_the_domain_allowlist_without_ports_or_addresses() {
+        let mut f = fx();
+        f.scope.net.allow_domains = [
+            "api.example.com",
+            "*.cdn.example.com",
+            "x.test:8443",
+            "10.0.0.1:443",
+        ]
+        .iter()
+        .map(|r| crate::policy::DomainRule::parse(r).unwrap())
+        .collect();
+        let rt = crate::sandbox::runtime::system_grants(false);
+        let e = srt(&f.scope, &rt, Some(&f.home));
+        let v: Value = serde_json::from_str(&e.text).unwrap();
+        assert_eq!(
+            v["network"]["allowedDomains"],
+            json!(["api.example.com", "*.cdn.example.com", "x.test"])
+        );
+        assert!(
+            e.notes.iter().any(|n| n.contains("x.test:8443")),
+            "{:?}",
+            e.notes
+        );
+        assert!(
+            e.notes.iter().any(|n| n.contains("10.0.0.1:443")),
+            "{:?}",
+            e.notes
+        );
+        let n = nono(&f.scope, &rt, "srv");
+        assert!(
+            n.notes.iter().any(|n| n.contains("allow_domains")),
+            "{:?}",
+            n.notes
+        );
     }
 
     #[test]

@@ -27,6 +27,9 @@ use crate::sandbox::PathKind;
 ///
 /// [tools.write_file]
 /// read_only = true                        # this tool only gets read scope
+///
+/// [net]
+/// allow_domains = ["api.example.com", "*.cdn.example.com:8443"]  # via the egress proxy
 /// ```
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -50,6 +53,24 @@ pub struct PolicyFile {
     pub kinds: BTreeMap<String, PathKind>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tools: BTreeMap<String, ToolPolicy>,
+    /// Network by name: reached through the egress proxy (see [`super::net`]).
+    #[serde(default, skip_serializing_if = "NetPolicy::is_empty")]
+    pub net: NetPolicy,
+}
+
+/// `[net]` in a policy file.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct NetPolicy {
+    /// `["example.com", "*.example.com", "api.example.com:8443"]`: ports 80/443 unless written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_domains: Vec<String>,
+}
+
+impl NetPolicy {
+    pub fn is_empty(&self) -> bool {
+        self.allow_domains.is_empty()
+    }
 }
 
 /// Per-tool settings in a policy file.
@@ -66,6 +87,15 @@ pub fn parse_policy_file(path: &Path, text: &str) -> Result<PolicyFile, DeriveEr
         path: path.to_path_buf(),
         message: describe_toml_error(text, &e),
     })?;
+    for rule in &file.net.allow_domains {
+        super::net::DomainRule::parse(rule).map_err(|e| DeriveError::PolicyFile {
+            path: path.to_path_buf(),
+            message: format!(
+                "line {}: field `net.allow_domains`: {e}",
+                line_of(text, rule)
+            ),
+        })?;
+    }
     validate_deny_globs(&file.deny).map_err(|(pattern, why)| DeriveError::PolicyFile {
         path: path.to_path_buf(),
         message: format!(

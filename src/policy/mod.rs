@@ -27,6 +27,7 @@ pub mod derive;
 pub mod detect;
 pub mod export;
 pub mod file;
+pub mod net;
 pub mod pins;
 pub mod resolve;
 pub mod scope;
@@ -43,5 +44,6 @@ pub use detect::{
     base_argument, find_path_arguments, scan_arguments, ArgsTooComplex, Detection, PathArgument,
     ToolInfo,
 };
+pub use net::{DomainRule, DomainRuleError, Host, HostPattern};
 pub use resolve::{resolve, ResolveContext, ResolveError};
 pub use scope::{Access, Denial, DenyReason, NetRules, Scope, ScopeEntry, ScopeSource};

@@ -48,6 +48,25 @@ pub struct NetRules {
     pub allow_all: bool,
     pub tcp_connect_ports: Vec<u16>,
     pub tcp_bind_ports: Vec<u16>,
+    /// `--allow-domain` / `[net] allow_domains`: names (and listed addresses) the server may
+    /// reach through the egress proxy.
+    pub allow_domains: Vec<super::net::DomainRule>,
+    /// The loopback port of this session's egress proxy, once it listens: the one TCP port the
+    /// jail lets the server connect to for named destinations.
+    pub egress_port: Option<u16>,
+}
+
+impl NetRules {
+    /// TCP ports the server may connect to: the listed ones plus the egress proxy's.
+    pub fn connect_ports(&self) -> Vec<u16> {
+        let mut ports = self.tcp_connect_ports.clone();
+        if let Some(p) = self.egress_port {
+            if !ports.contains(&p) {
+                ports.push(p);
+            }
+        }
+        ports
+    }
 }
 
 /// What a server may touch. `write` implies read. Paths are canonical and absolute.

@@ -40,6 +40,29 @@ pub struct CallRecord {
     pub jail_hint: Option<String>,
 }
 
+/// Where the egress proxy's connections send their [`NetRecord`]s: the session loop writes
+/// them with its one [`CallLog`], so the audit log has one writer and one `session_start`.
+pub type NetRecords = tokio::sync::mpsc::UnboundedSender<NetRecord>;
+
+/// One egress-proxy request, allowed or denied (see `proxy::egress`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetRecord {
+    pub allowed: bool,
+    /// As the server asked for it (a name or an address).
+    pub host: String,
+    pub port: u16,
+    /// `CONNECT`, `HTTP GET`, `SOCKS5`...
+    pub kind: String,
+    /// The rule that allowed it.
+    pub rule: Option<String>,
+    /// Server → destination, destination → server.
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+    pub elapsed: Duration,
+    /// Why it was denied or failed, with the hint.
+    pub reason: Option<String>,
+}
+
 /// Where call records go.
 #[derive(Debug)]
 pub struct CallLog {
@@ -177,6 +200,53 @@ impl CallLog {
         self.append(&line);
     }
 
+    /// One egress-proxy decision: `NET ALLOW host:port KIND 12.3 KiB 45 ms` on the live log,
+    /// a `"event": "net"` JSON line in the audit log.
+    pub fn net(&mut self, rec: &NetRecord) {
+        if self.live {
+            let verdict = match (rec.allowed, self.color) {
+                (true, true) => "\x1b[32mALLOW\x1b[0m",
+                (true, false) => "ALLOW",
+                (false, true) => "\x1b[31mDENY\x1b[0m",
+                (false, false) => "DENY",
+            };
+            let mut line = format!(
+                "{} {} NET {verdict} {}:{} {}",
+                now(),
+                self.server,
+                rec.host,
+                rec.port,
+                rec.kind
+            );
+            if rec.allowed {
+                line.push_str(&format!(
+                    " {} up {} down {}",
+                    human_bytes(rec.bytes_up),
+                    human_bytes(rec.bytes_down),
+                    human_latency(rec.elapsed)
+                ));
+            }
+            if let Some(reason) = &rec.reason {
+                line.push_str(&format!(" ({reason})"));
+            }
+            write_stderr_line(&line);
+        }
+        self.event(
+            "net",
+            json!({
+                "decision": if rec.allowed { "allow" } else { "deny" },
+                "host": rec.host,
+                "port": rec.port,
+                "kind": rec.kind,
+                "rule": rec.rule,
+                "bytes_up": rec.bytes_up,
+                "bytes_down": rec.bytes_down,
+                "elapsed_us": rec.elapsed.as_micros() as u64,
+                "reason": rec.reason,
+            }),
+        );
+    }
+
     pub fn record(&mut self, rec: &CallRecord) {
         if self.live {
             let verdict = match (rec.allowed, self.color) {
@@ -257,6 +327,14 @@ fn now() -> String {
     time::OffsetDateTime::now_utc()
         .format(&fmt)
         .unwrap_or_default()
+}
+
+fn human_bytes(n: u64) -> String {
+    match n {
+        0..1024 => format!("{n} B"),
+        1024..1_048_576 => format!("{:.1} KiB", n as f64 / 1024.0),
+        _ => format!("{:.1} MiB", n as f64 / 1_048_576.0),
+    }
 }
 
 fn human_latency(d: Duration) -> String {

@@ -12,6 +12,8 @@
 //! * [`audit`] — `--log` lines and `--log-file` JSON lines, with secrets redacted;
 //! * `child` — the server process behind the jail, its stderr copied to ours and its tail kept
 //!   for [`crate::sandbox::explain_failure`]; [`stdio`] — our stdin/stdout on the reactor;
+//! * [`egress`] — the egress proxy a jailed server reaches the network through, by name
+//!   (`--allow-domain`), with every request logged;
 //! * [`pinning`] — tool pins: changed tools reported, hidden and refused (`--pin`);
 //! * `era` — what the proxy's own results must carry in each protocol era;
 //! * `integrity` — the proxy's own (random) request ids, the limits on every table and queue,
@@ -27,6 +29,7 @@
 pub mod audit;
 pub mod check;
 mod child;
+pub mod egress;
 mod era;
 pub mod framing;
 mod integrity;
@@ -81,6 +84,8 @@ pub struct ProxyConfig {
     pub grace: Duration,
     /// `--pin`: what to do when a tool changes after it was pinned.
     pub pin: crate::policy::pins::PinMode,
+    /// How the egress proxy resolves names (a test-only name map, or the system's).
+    pub egress_resolver: egress::Resolver,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -94,6 +99,8 @@ pub enum ProxyError {
     },
     #[error(transparent)]
     AuditLog(audit::AuditOpenError),
+    #[error("cannot start the egress proxy for --allow-domain: {0} (hint: the proxy needs a loopback TCP port on 127.0.0.1)")]
+    Egress(std::io::Error),
     #[error("cannot wait for the server: {0}")]
     Wait(std::io::Error),
 }

@@ -359,6 +359,11 @@ pub fn mentions_permission_error(text: &[u8]) -> bool {
         std::sync::LazyLock::new(|| {
             aho_corasick::AhoCorasick::builder()
                 .ascii_case_insensitive(true)
+                // Six short needles make a small DFA: one table step per byte.
+                .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+                // The prefilter skips to rare bytes, but these needles start with common
+                // letters; it only adds restarts.
+                .prefilter(false)
                 .build([
                     "eacces",
                     "eperm",

@@ -67,6 +67,9 @@ pub struct JailOptions {
     /// The kinds a policy file records (`[kinds]`) and that file: checked on every jail
     /// prepared from this scope too ([`kinds::check_recorded`]).
     pub policy_kinds: Option<(PathBuf, Vec<(PathBuf, PathKind)>)>,
+    /// Variables set for the jailed server over its scrubbed environment: the egress proxy's
+    /// `HTTP_PROXY` family (see `proxy::egress::server_env`). Not set under `--no-jail`.
+    pub egress_env: Vec<(String, String)>,
 }
 
 /// How well one layer is enforced.
@@ -412,6 +415,12 @@ pub fn prepare_with_env(
     let mut env = env::scrub(base_env, &keep, Some(tmp.path()));
     env.retain(|(k, _)| !xdg_env.iter().any(|(x, _)| x == k));
     env.extend(xdg_env);
+    env.retain(|(k, _)| !opts.egress_env.iter().any(|(e, _)| k == e.as_str()));
+    env.extend(
+        opts.egress_env
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+    );
     jailed_path(&mut env, rt.pyenv_bin.as_deref());
     let dropped = env::dropped(base_env, &env);
 
@@ -704,6 +713,26 @@ impl PreparedJail {
 
     pub fn report(&self) -> &EnforcementReport {
         &self.report
+    }
+
+    /// Whether the server gets a network namespace of its own, reached only through the
+    /// egress proxy's listener in it (see `linux::egress_namespace`).
+    pub fn egress_in_namespace(&self) -> bool {
+        match &self.platform {
+            #[cfg(target_os = "linux")]
+            Platform::Linux(jail) => jail.egress_in_namespace(),
+            _ => false,
+        }
+    }
+
+    /// After a spawn: the egress listener the child made in its network namespace, for the
+    /// egress proxy to accept on. `None` without one.
+    pub fn take_egress_listener(&self) -> Option<std::io::Result<std::net::TcpListener>> {
+        match &self.platform {
+            #[cfg(target_os = "linux")]
+            Platform::Linux(jail) => jail.take_egress_listener(),
+            _ => None,
+        }
     }
 
     /// Every path the jail opens up, and why.

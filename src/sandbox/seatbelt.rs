@@ -172,6 +172,14 @@ pub fn profile(scope: &Scope, runtime: &[Grant], tmpdir: Option<&Path>) -> Strin
         out.push_str("(allow network*)\n");
     } else {
         out.push_str("(deny network*)\n");
+        if let Some(port) = scope.net.egress_port {
+            // The egress proxy (`--allow-domain`): Seatbelt can name the address, not only the port.
+            let _ = writeln!(
+                out,
+                "(allow network-outbound (remote tcp {}))",
+                quote(&format!("localhost:{port}"))
+            );
+        }
         for port in &scope.net.tcp_connect_ports {
             let _ = writeln!(
                 out,

@@ -86,6 +86,8 @@ type Launch = Box<dyn FnMut(&PreparedJail, usize) -> std::io::Result<ServerChild
 struct Router {
     config: ProxyConfig,
     launch: Launch,
+    /// The egress proxy (`--allow-domain`), kept for the whole session.
+    egress: Option<crate::proxy::egress::EgressProxy>,
     ctx: ResolveContext,
     scope: Scope,
     log: CallLog,
@@ -170,4 +172,23 @@ fn kernel_stops_writes(jail: &crate::sandbox::PreparedJail) -> bool {
             (l.layer == "landlock_fs" || l.layer == "seatbelt")
                 && l.enforcement == crate::sandbox::Enforcement::Fully
         })
+}
+
+/// After a spawn: serve the listener the server's child made in its network namespace (and
+/// stop listening on the host's loopback). Without it the server has no way out at all: that is
+/// reported, not papered over.
+fn adopt_egress_listener(egress: Option<&crate::proxy::egress::EgressProxy>, jail: &PreparedJail) {
+    let Some(egress) = egress.filter(|_| jail.egress_in_namespace()) else {
+        return;
+    };
+    egress.close_host_listener();
+    let why = match jail.take_egress_listener() {
+        Some(Ok(listener)) => match egress.add_listener(listener) {
+            Ok(()) => return,
+            Err(e) => format!("cannot serve the server's listener: {e}"),
+        },
+        Some(Err(e)) => e.to_string(),
+        None => "the server's child made no listener".to_string(),
+    };
+    tracing::error!("egress proxy: {why}; the server has no network");
 }

@@ -223,6 +223,7 @@ impl Router {
                 }
                 let mut child =
                     (self.launch)(&jail, cfg.max_line_bytes).map_err(|e| e.to_string())?;
+                super::adopt_egress_listener(self.egress.as_ref(), &jail);
                 child.jail = Some(jail);
                 Ok(child)
             });

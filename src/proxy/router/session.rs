@@ -62,6 +62,42 @@ where
     run_with(config, client_in, client_out, signals, launch).await
 }
 
+/// With `--allow-domain` rules and a jail, start the egress proxy and point the jail at it: the
+/// one TCP port the server may connect to, and its `HTTP_PROXY` family. `--allow-net` (no
+/// network rules) and `--no-jail` (no jail to route through it) start none.
+async fn start_egress(
+    config: &mut ProxyConfig,
+    records: crate::proxy::audit::NetRecords,
+) -> Result<Option<crate::proxy::egress::EgressProxy>, ProxyError> {
+    let net = &config.scope.net;
+    if net.allow_domains.is_empty() {
+        return Ok(None);
+    }
+    if net.allow_all {
+        tracing::warn!(
+            "--allow-net: the server reaches every host and port directly; the --allow-domain \
+             rules are not applied"
+        );
+        return Ok(None);
+    }
+    if config.jail.disabled {
+        tracing::warn!(
+            "--no-jail: no egress proxy; the server reaches the network directly, unfiltered"
+        );
+        return Ok(None);
+    }
+    let egress = crate::proxy::egress::EgressProxy::start(
+        net.allow_domains.clone(),
+        config.egress_resolver.clone(),
+        records,
+    )
+    .await
+    .map_err(ProxyError::Egress)?;
+    config.scope.net.egress_port = Some(egress.port());
+    config.jail.egress_env = crate::proxy::egress::server_env(egress.port());
+    Ok(Some(egress))
+}
+
 /// [`run`], with the way the server is started given (tests start a task instead).
 pub(super) async fn run_with<R, W>(
     config: ProxyConfig,
@@ -74,6 +110,12 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    let mut config = config;
+    // Kept for the whole session: dropping it stops the listener and its connections.
+    // The egress proxy's decisions come back here and are written with the session's one
+    // audit log (one writer, one `session_start`, one failure rule).
+    let (net_records, mut net_decisions) = mpsc::unbounded_channel();
+    let egress = start_egress(&mut config, net_records).await?;
     let jail = crate::sandbox::prepare(&config.scope, &config.command, &config.cwd, &config.jail)
         .map_err(ProxyError::Jail)?;
     let log = CallLog::new(
@@ -95,6 +137,20 @@ where
         if config.jail.disabled {
             log.note("WARNING: --no-jail: the server runs unconfined (diagnosis only)");
         }
+        if let Some(egress) = &egress {
+            log.note(&format!(
+                "egress proxy on 127.0.0.1:{} (HTTP CONNECT, HTTP, SOCKS5); allowed: {}",
+                egress.port(),
+                config
+                    .scope
+                    .net
+                    .allow_domains
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
     }
     let spawned = launch(&jail, config.max_line_bytes);
 
@@ -104,6 +160,7 @@ where
     let command_line = config.command.join(" ");
 
     let mut router = Router {
+        egress,
         ctx: ResolveContext {
             cwd: config.cwd.clone(),
             home: config.home.clone(),
@@ -140,6 +197,7 @@ where
     };
     let mut child = match spawned {
         Ok(mut child) => {
+            super::adopt_egress_listener(router.egress.as_ref(), &jail);
             router.kernel_stops_writes = kernel_stops_writes(&jail);
             child.jail = Some(jail);
             child
@@ -231,6 +289,7 @@ where
                 }
             }
             _ = sleep_until_opt(fetch_deadline) => router.fetch_timed_out(&mut child),
+            Some(rec) = net_decisions.recv() => router.log.net(&rec),
         }
         if let Some(scope) = router.respawn.take() {
             if let Some(old) = router.respawn_server(scope, &mut child) {
@@ -249,6 +308,10 @@ where
         // The client may still be talking: its requests get errors once the server is gone.
     }
 
+    // Decisions the egress proxy made while the loop was ending.
+    while let Ok(rec) = net_decisions.try_recv() {
+        router.log.net(&rec);
+    }
     let status = child.status.map(exit_code).unwrap_or(1);
     let owed = router.owes_answers();
     let signalled = matches!(stage, Shutdown::Signalled(_));

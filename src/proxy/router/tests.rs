@@ -48,6 +48,7 @@ pub(super) fn config(dir: &Path) -> ProxyConfig {
         log_file: None,
         grace: Duration::from_millis(50),
         pin: crate::policy::pins::PinMode::Off,
+        egress_resolver: Default::default(),
     }
 }
 

@@ -212,8 +212,8 @@ impl LandlockPlan {
             created = created.add_rule(PathBeneath::new(fd.as_fd(), *access))?;
         }
         if !self.net.allow_all {
-            for port in &self.net.tcp_connect_ports {
-                created = created.add_rule(NetPort::new(*port, AccessNet::ConnectTcp))?;
+            for port in self.net.connect_ports() {
+                created = created.add_rule(NetPort::new(port, AccessNet::ConnectTcp))?;
             }
             for port in &self.net.tcp_bind_ports {
                 created = created.add_rule(NetPort::new(*port, AccessNet::BindTcp))?;
@@ -263,6 +263,20 @@ impl LandlockPlan {
                 layer: "landlock_net".into(),
                 enforcement: Enforcement::NotEnforced,
                 detail: "network rules off (--allow-net)".into(),
+            }
+        } else if let (true, Some(port)) = (abi >= 4, self.net.egress_port) {
+            LayerReport {
+                layer: "landlock_net".into(),
+                // Landlock's TCP rules name a port, not an address: the kernel lets the server
+                // reach port P of any host, not only the egress proxy on 127.0.0.1:P.
+                enforcement: Enforcement::Partially,
+                detail: format!(
+                    "TCP bind/connect denied except connect to port {port} (the egress proxy on \
+                     127.0.0.1:{port}; names are judged there), connect ports {:?}, bind ports \
+                     {:?}; BUT Landlock rules are by port, not address: port {port} of another \
+                     host is reachable too",
+                    self.net.tcp_connect_ports, self.net.tcp_bind_ports
+                ),
             }
         } else if abi >= 4 {
             LayerReport {

@@ -44,6 +44,10 @@ pub struct LinuxJail {
     last_cap: u32,
     /// Start the server's descendants in a PID namespace of their own (see [`pidns`]).
     pid_ns: bool,
+    /// The egress proxy's port inside the server's own network namespace, when it gets one.
+    net_ns: Option<u16>,
+    /// Our end of the socket the latest child sends its namespace's listener over.
+    egress_rx: std::sync::Mutex<Option<OwnedFd>>,
     report: Vec<LayerReport>,
     pub notes: Vec<String>,
 }
@@ -57,6 +61,7 @@ impl LinuxJail {
         let mut report = landlock.report();
         let (masks, metadata, pid_ns) = read_only_outside_writes(MaskPlan::new(masks)?, grants)?;
         report.push(metadata);
+        let net_ns = egress_namespace(&masks, net, &mut report);
 
         let seccomp = if sys::seccomp_filter_available() {
             let plan =
@@ -160,8 +165,29 @@ impl LinuxJail {
             seccomp,
             last_cap: sys::cap_last_cap(),
             pid_ns: pid_ns.is_ok(),
+            net_ns,
+            egress_rx: std::sync::Mutex::new(None),
             report,
             notes,
+        })
+    }
+
+    /// Whether the server gets a network namespace of its own (see [`egress_namespace`]).
+    pub fn egress_in_namespace(&self) -> bool {
+        self.net_ns.is_some()
+    }
+
+    /// The listener the latest child made in its network namespace, once it has been spawned
+    /// (it sends it before `exec`, so a spawn that succeeded has sent it). `None` without a
+    /// network namespace.
+    pub fn take_egress_listener(&self) -> Option<std::io::Result<std::net::TcpListener>> {
+        let rx = self.egress_rx.lock().ok()?.take()?;
+        Some(match sys::recv_fd(rx.as_fd()) {
+            Ok(Some(fd)) => Ok(std::net::TcpListener::from(fd)),
+            Ok(None) => Err(std::io::Error::other(
+                "the server's child sent no listener for the egress proxy",
+            )),
+            Err(e) => Err(e),
         })
     }
 
@@ -189,7 +215,34 @@ impl LinuxJail {
             .as_ref()
             .map(|s| s.programs.clone())
             .unwrap_or_default();
+        let net_ns = match self.net_ns {
+            None => Ok(None),
+            Some(port) => {
+                use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+                match socketpair(
+                    AddressFamily::Unix,
+                    SockType::SeqPacket,
+                    None,
+                    SockFlag::SOCK_CLOEXEC,
+                ) {
+                    Ok((ours, theirs)) => {
+                        if let Ok(mut rx) = self.egress_rx.lock() {
+                            *rx = Some(ours);
+                        }
+                        Ok(Some((port, theirs)))
+                    }
+                    Err(err) => {
+                        tracing::error!(
+                            "jail: cannot create the socket for the egress listener: {err}; the \
+                             server will not be started"
+                        );
+                        Err(err as i32)
+                    }
+                }
+            }
+        };
         let plan = ChildPlan {
+            net_ns,
             masks: self.masks.clone(),
             cwd,
             ruleset,
@@ -212,6 +265,9 @@ impl LinuxJail {
 
 /// Everything the child needs, prepared in the parent before the fork.
 struct ChildPlan {
+    /// The egress port and the socket to send the namespace's listener over, or the errno
+    /// that fails the spawn.
+    net_ns: Result<Option<(u16, OwnedFd)>, i32>,
     masks: MaskPlan,
     cwd: Option<std::ffi::CString>,
     ruleset: Result<Option<OwnedFd>, i32>,
@@ -241,6 +297,7 @@ const DEV_NULL: &CStr = c"/dev/null";
 /// [`pidns`]).
 fn child_confine(plan: &ChildPlan) -> std::io::Result<()> {
     let ChildPlan {
+        net_ns,
         masks,
         cwd,
         ruleset,
@@ -260,6 +317,13 @@ fn child_confine(plan: &ChildPlan) -> std::io::Result<()> {
         if let Some(cwd) = cwd {
             sys::chdir(cwd)?;
         }
+    }
+    match net_ns {
+        Err(code) => return Err(std::io::Error::from_raw_os_error(*code)),
+        // Needs CAP_SYS_ADMIN like the PID namespace, and comes before it, so the server's
+        // init and every descendant live in it too.
+        Ok(Some((port, to_proxy))) => sys::enter_net_namespace(*port, to_proxy.as_fd())?,
+        Ok(None) => {}
     }
     if *pid_ns {
         // Needs CAP_SYS_ADMIN (root's, or the new user namespace's): before capabilities go,
@@ -365,6 +429,48 @@ fn read_only_outside_writes(
             Err(format!("no namespaces here: {why}")),
         ),
     })
+}
+
+/// With only `--allow-domain` rules (TCP ports by number need the host's network), the server
+/// gets a network namespace of its own with nothing in it but loopback and the egress proxy's
+/// listener: a connection to any other address fails (ENETUNREACH), and the port-only Landlock
+/// rule no longer reaches other hosts. Probed in a throwaway child inside the same namespaces;
+/// where the kernel refuses, the port-only jail stays and its layer says so. Its port, if used.
+fn egress_namespace(masks: &MaskPlan, net: &NetRules, report: &mut [LayerReport]) -> Option<u16> {
+    let port = net.egress_port?;
+    let why_not = if net.allow_all {
+        return None;
+    } else if !net.tcp_connect_ports.is_empty() || !net.tcp_bind_ports.is_empty() {
+        "--allow-tcp-connect/--allow-tcp-bind need the host's network".to_string()
+    } else if masks.is_empty() || !sys::seccomp_filter_available() {
+        "the jail makes no namespaces here".to_string()
+    } else {
+        match masks.probe_then(&sys::try_net_namespace) {
+            Ok((_, Ok(()))) => {
+                if let Some(layer) = report.iter_mut().find(|l| l.layer == "landlock_net") {
+                    layer.enforcement = Enforcement::Fully;
+                    layer.detail = format!(
+                        "the server has a network namespace of its own: loopback only, holding \
+                         just the egress proxy's listener 127.0.0.1:{port} (names are judged \
+                         there); any other address is unreachable (ENETUNREACH), and Landlock \
+                         denies TCP bind and every connect port but {port}"
+                    );
+                }
+                return Some(port);
+            }
+            Ok((_, Err(errno))) => format!(
+                "creating a network namespace failed: {}",
+                std::io::Error::from_raw_os_error(errno)
+            ),
+            Err(why) => why,
+        }
+    };
+    if let Some(layer) = report.iter_mut().find(|l| l.layer == "landlock_net") {
+        layer.detail.push_str(&format!(
+            " (no network namespace of its own, which would close that: {why_not})"
+        ));
+    }
+    None
 }
 
 /// Send `signal` to every process in session `sid` (the server's own session); how many.

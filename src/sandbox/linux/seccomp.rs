@@ -168,7 +168,7 @@ impl SeccompPlan {
             denied.push(*name);
         }
 
-        let tcp_ports = !net.tcp_connect_ports.is_empty() || !net.tcp_bind_ports.is_empty();
+        let tcp_ports = !net.connect_ports().is_empty() || !net.tcp_bind_ports.is_empty();
         let sockets_unix_only = !net.allow_all && !tcp_ports;
         if !net.allow_all {
             // UDP, raw, netlink, packet, vsock...: Landlock has no rule for them (UDP needs ABI

@@ -7,7 +7,7 @@
 
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1 << 0;
 const LANDLOCK_RULE_PATH_BENEATH: libc::c_uint = 1;
@@ -1098,4 +1098,162 @@ pub fn detached_tmpfs(key: &CStr, value: &CStr, attrs: u64) -> io::Result<OwnedF
     })?;
     // SAFETY: no pointer arguments.
     fd_result(unsafe { libc::syscall(libc::SYS_fsmount, fs.as_raw_fd(), FSMOUNT_CLOEXEC, attrs) })
+}
+
+/// Move this process into a network namespace of its own, which holds only a loopback
+/// interface, bring loopback up, and hand a TCP listener on `127.0.0.1:port` there to the proxy
+/// over `to_proxy` (a UNIX socket; `SCM_RIGHTS`). The proxy accepts on it from outside and
+/// dials out from its own namespace: the server can reach the egress proxy and nothing else.
+/// Async-signal-safe (runs in `pre_exec`): raw syscalls on stack memory only.
+pub fn enter_net_namespace(port: u16, to_proxy: BorrowedFd<'_>) -> io::Result<()> {
+    unshare(libc::CLONE_NEWNET)?;
+    loopback_up()?;
+    let listener = loopback_listener(port)?;
+    send_fd(to_proxy, listener.as_fd())
+}
+
+/// Whether this process may create a network namespace and listen on its loopback: tried in a
+/// throwaway child (after the same namespaces the server's child enters). Async-signal-safe.
+pub fn try_net_namespace() -> Result<(), i32> {
+    let errno = |e: io::Error| e.raw_os_error().unwrap_or(libc::EIO);
+    unshare(libc::CLONE_NEWNET).map_err(errno)?;
+    loopback_up().map_err(errno)?;
+    loopback_listener(0).map(drop).map_err(errno)
+}
+
+fn socket(domain: libc::c_int, kind: libc::c_int) -> io::Result<OwnedFd> {
+    // SAFETY: socket takes integers; a non-negative result is a new descriptor we own.
+    let fd = unsafe { libc::socket(domain, kind | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by socket() and is owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `ip link set lo up`, with the SIOCGIFFLAGS/SIOCSIFFLAGS ioctls.
+fn loopback_up() -> io::Result<()> {
+    let s = socket(libc::AF_INET, libc::SOCK_DGRAM)?;
+    // SAFETY: ifreq is plain data; all-zero is a valid value.
+    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in ifr.ifr_name.iter_mut().zip(b"lo") {
+        *dst = *src as libc::c_char;
+    }
+    // SAFETY: `ifr` is a valid ifreq the kernel reads and writes; `s` is an open socket.
+    if unsafe { libc::ioctl(s.as_raw_fd(), libc::SIOCGIFFLAGS, &mut ifr) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: SIOCGIFFLAGS filled the flags member of the union.
+    unsafe {
+        ifr.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+    }
+    // SAFETY: as above.
+    if unsafe { libc::ioctl(s.as_raw_fd(), libc::SIOCSIFFLAGS, &ifr) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn loopback_listener(port: u16) -> io::Result<OwnedFd> {
+    let fd = socket(libc::AF_INET, libc::SOCK_STREAM)?;
+    let addr = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: `addr` is a valid sockaddr_in of the given length.
+    let rc = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&addr as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: listen takes integers.
+    if unsafe { libc::listen(fd.as_raw_fd(), 128) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// Send one descriptor over a UNIX socket (`SCM_RIGHTS`), with one byte of data.
+fn send_fd(sock: BorrowedFd<'_>, fd: BorrowedFd<'_>) -> io::Result<()> {
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    // u64s for the alignment cmsghdr needs; 32 bytes >= CMSG_SPACE(sizeof(int)).
+    let mut control = [0u64; 4];
+    // SAFETY: msghdr is plain data; all-zero is valid (no name, no flags).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    // SAFETY: CMSG_SPACE is arithmetic.
+    msg.msg_controllen =
+        unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) } as _;
+    // SAFETY: `msg` points at `control`, which is large enough for one header plus an int, so
+    // CMSG_FIRSTHDR is non-null and CMSG_DATA lies inside `control`.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), fd.as_raw_fd());
+    }
+    // SAFETY: `msg` and everything it points to are valid for the call.
+    if unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Receive a descriptor sent by [`send_fd`], without waiting: `Ok(None)` if none is there.
+pub fn recv_fd(sock: BorrowedFd<'_>) -> io::Result<Option<OwnedFd>> {
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let mut control = [0u64; 4];
+    // SAFETY: msghdr is plain data; all-zero is valid.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control) as _;
+    // SAFETY: `msg` and its buffers are valid for the call.
+    let n = unsafe {
+        libc::recvmsg(
+            sock.as_raw_fd(),
+            &mut msg,
+            libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC,
+        )
+    };
+    if n < 0 {
+        let err = io::Error::last_os_error();
+        return match err.kind() {
+            io::ErrorKind::WouldBlock => Ok(None),
+            _ => Err(err),
+        };
+    }
+    // SAFETY: the kernel filled `msg`; the CMSG macros walk only within msg_controllen.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                let fd = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>());
+                return Ok(Some(OwnedFd::from_raw_fd(fd)));
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    Ok(None)
 }
