@@ -46,8 +46,9 @@ impl KeyGuard {
                         self.check_key(&key)?;
                     }
                 } else if self.key.is_none() {
-                    // A value's text: jump to the next byte that can end or escape it.
-                    match bytes[i..].iter().position(|&c| c == b'"' || c == b'\\') {
+                    // A value's text: jump to the next byte that can end or escape it (a
+                    // vectorised search: a streamed answer is mostly one long string).
+                    match memchr::memchr2(b'"', b'\\', &bytes[i..]) {
                         Some(p) => {
                             i += p;
                             continue;
