@@ -40,6 +40,16 @@ pub struct CallRecord {
     pub jail_hint: Option<String>,
 }
 
+/// `ALLOW` / `DENY` for the live log, green or red on a terminal.
+fn verdict_word(allowed: bool, color: bool) -> &'static str {
+    match (allowed, color) {
+        (true, true) => "\x1b[32mALLOW\x1b[0m",
+        (true, false) => "ALLOW",
+        (false, true) => "\x1b[31mDENY\x1b[0m",
+        (false, false) => "DENY",
+    }
+}
+
 /// Where the egress proxy's connections send their [`NetRecord`]s: the session loop writes
 /// them with its one [`CallLog`], so the audit log has one writer and one `session_start`.
 pub type NetRecords = tokio::sync::mpsc::UnboundedSender<NetRecord>;
@@ -204,12 +214,7 @@ impl CallLog {
     /// a `"event": "net"` JSON line in the audit log.
     pub fn net(&mut self, rec: &NetRecord) {
         if self.live {
-            let verdict = match (rec.allowed, self.color) {
-                (true, true) => "\x1b[32mALLOW\x1b[0m",
-                (true, false) => "ALLOW",
-                (false, true) => "\x1b[31mDENY\x1b[0m",
-                (false, false) => "DENY",
-            };
+            let verdict = verdict_word(rec.allowed, self.color);
             let mut line = format!(
                 "{} {} NET {verdict} {}:{} {}",
                 now(),
@@ -249,12 +254,7 @@ impl CallLog {
 
     pub fn record(&mut self, rec: &CallRecord) {
         if self.live {
-            let verdict = match (rec.allowed, self.color) {
-                (true, true) => "\x1b[32mALLOW\x1b[0m",
-                (true, false) => "ALLOW",
-                (false, true) => "\x1b[31mDENY\x1b[0m",
-                (false, false) => "DENY",
-            };
+            let verdict = verdict_word(rec.allowed, self.color);
             let what = rec.tool.clone().unwrap_or_else(|| rec.method.clone());
             let paths = if rec.paths.is_empty() {
                 "-".to_string()
