@@ -268,6 +268,13 @@ impl Drop for ServerChild {
     /// Descendants do not outlive the server: whatever is left of its session is killed. The
     /// server itself is killed by `kill_on_drop` if it still runs.
     fn drop(&mut self) {
+        // Once the process the proxy spawned has exited under a PID namespace, the kernel has
+        // ended (or is ending) everything inside it, and nothing can leave it: no scan of
+        // every process on the machine for stragglers (it was a fifth of a short session's
+        // CPU on a busy machine).
+        if self.status.is_some() && self.jail.as_ref().is_some_and(pid_namespace_enforced) {
+            return;
+        }
         if let Some(sid) = self.session {
             let n = crate::sandbox::signal_session(sid, libc::SIGKILL);
             if n > 0 {
@@ -278,6 +285,13 @@ impl Drop for ServerChild {
             }
         }
     }
+}
+
+fn pid_namespace_enforced(jail: &crate::sandbox::PreparedJail) -> bool {
+    jail.report()
+        .layers
+        .iter()
+        .any(|l| l.layer == "process_tree" && l.enforcement == crate::sandbox::Enforcement::Fully)
 }
 
 /// How much of the server's stderr is kept for explaining its failure.
