@@ -47,6 +47,8 @@ pub struct LineDecoder {
     scanned: usize,
     /// `Some(n)`: inside an over-long line, `n` bytes of it dropped so far.
     discarding: Option<usize>,
+    /// The last byte dropped was `\r`: if `\n` follows, it was the terminator, not content.
+    dropped_cr: bool,
     /// Offer [`Frame::LongLine`] once a partial line reaches this many bytes.
     stream_threshold: usize,
     /// The current partial line was offered for streaming already.
@@ -61,6 +63,7 @@ impl LineDecoder {
             max_line: max_line.max(1),
             scanned: 0,
             discarding: None,
+            dropped_cr: false,
             stream_threshold: usize::MAX,
             offered: false,
             streaming: false,
@@ -100,15 +103,25 @@ impl LineDecoder {
             if let Some(dropped) = self.discarding {
                 match memchr_newline(buf, 0) {
                     Some(i) => {
+                        // Whatever the terminator, and wherever a read split it, report the
+                        // content length without `\r`, as for a line seen whole.
+                        let cr = if i == 0 {
+                            self.dropped_cr
+                        } else {
+                            buf[i - 1] == b'\r'
+                        };
                         let _ = buf.split_to(i + 1);
                         self.discarding = None;
+                        self.dropped_cr = false;
                         self.scanned = 0;
-                        let len = dropped + i;
-                        // Whatever the terminator, report the content length without `\r`.
+                        let len = dropped + i - usize::from(cr);
                         return Some(Frame::TooLong { len });
                     }
                     None => {
                         self.discarding = Some(dropped + buf.len());
+                        if let Some(&last) = buf.last() {
+                            self.dropped_cr = last == b'\r';
+                        }
                         buf.clear();
                         return None;
                     }
@@ -136,6 +149,7 @@ impl LineDecoder {
                     // byte of slack keeps a max-length CRLF line acceptable.
                     if buf.len() > self.max_line + 1 {
                         self.discarding = Some(buf.len());
+                        self.dropped_cr = buf.last() == Some(&b'\r');
                         self.scanned = 0;
                         self.offered = false;
                         buf.clear();
@@ -167,7 +181,13 @@ impl LineDecoder {
         }
         self.scanned = 0;
         if let Some(dropped) = self.discarding.take() {
-            let len = dropped + buf.len();
+            // A final `\r` without `\n` is not content either (see `Frame::content`).
+            let cr = match buf.last() {
+                Some(&last) => last == b'\r',
+                None => self.dropped_cr,
+            };
+            self.dropped_cr = false;
+            let len = dropped + buf.len() - usize::from(cr);
             buf.clear();
             return Some(Frame::TooLong { len });
         }
