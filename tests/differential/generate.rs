@@ -6,7 +6,8 @@
 //! string would nearly always be ENOENT, which says nothing about either layer): at each step it
 //! picks an entry of the directory it stands in (sorted, so a seed is reproducible), `..`, `.`,
 //! an empty component (`//`), or a name from a vocabulary of missing, unicode, odd and overlong
-//! names. The walk only steers generation; it never decides anything.
+//! names. The walk only steers generation, and only inside the fixture (so a seed gives the
+//! same paths on any machine); it never decides anything.
 
 use std::path::{Path, PathBuf};
 
@@ -206,8 +207,11 @@ impl<'a> Generator<'a> {
 
     fn component(&self, rng: &mut Rng, cur: Option<&Path>) -> String {
         let roll = rng.below(100);
+        // Only the fixture's own directories are listed: what else lies around it (other
+        // tests' temp dirs) differs between machines and runs, and a seed must not.
+        let inside = cur.filter(|c| c.starts_with(&self.fx.root));
         if roll < 60 {
-            if let Some(names) = cur.and_then(entries) {
+            if let Some(names) = inside.and_then(entries) {
                 if !names.is_empty() {
                     return rng.pick(&names).clone();
                 }

@@ -101,10 +101,19 @@ pub struct Probe {
 }
 
 impl Probe {
-    pub fn prepare(scope: &Scope, cwd: &Path, home: &Path, jailed: bool) -> Probe {
+    /// `require_full`: refuse to run unless every layer is enforced (as root here; as nobody
+    /// the masks need a user namespace the kernel may refuse, and the jail falls back to
+    /// list-only carving, which the caller accounts for).
+    pub fn prepare(
+        scope: &Scope,
+        cwd: &Path,
+        home: &Path,
+        jailed: bool,
+        require_full: bool,
+    ) -> Probe {
         let opts = JailOptions {
             disabled: !jailed,
-            require_full: jailed,
+            require_full: jailed && require_full,
             ..JailOptions::default()
         };
         let env: Vec<(OsString, OsString)> = vec![
