@@ -333,7 +333,8 @@ async fn differential(uid: Uid) {
 
     let mut rng = Rng::new(seed);
     let generator = Generator::new(&fx);
-    let cases: Vec<Case> = (0..count).map(|_| generator.case(&mut rng)).collect();
+    let mut cases: Vec<Case> = generate::regressions(&fx);
+    cases.extend((0..count).map(|_| generator.case(&mut rng)));
     // The proxy decides first, on the untouched tree.
     let decisions: Vec<(Proxy, Proxy)> = cases
         .iter()

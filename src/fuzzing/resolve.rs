@@ -4,7 +4,8 @@
 //! Invariants for any UTF-8 input: nothing panics; a resolved path is absolute, has no `.` or
 //! `..` component and no NUL, and fits PATH_MAX and NAME_MAX; resolving it again gives itself
 //! (it is canonical); a relative argument without `..` that is not a URI or a home form stays
-//! under the cwd (it cannot escape by spelling alone).
+//! under the cwd, and a home form (`~/…`, `$HOME/…`, `${HOME}/…`) without `..` under the home
+//! (neither can escape by spelling alone: `~//etc` once resolved to `/etc`).
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
@@ -49,6 +50,12 @@ pub fn run(data: &[u8]) {
             "resolving {raw:?} twice moved it"
         );
     }
+    if home_form(raw) && no_dotdot(raw) {
+        assert!(
+            path.starts_with(ctx.home.as_deref().unwrap_or(&root)),
+            "home form {raw:?} left the home: {path:?}"
+        );
+    }
     if plain_relative(raw) {
         assert!(
             path.starts_with(&ctx.cwd),
@@ -66,7 +73,19 @@ fn plain_relative(raw: &str) -> bool {
         && !raw
             .get(..5)
             .is_some_and(|p| p.eq_ignore_ascii_case("file:"))
-        && !Path::new(raw)
-            .components()
-            .any(|c| c == Component::ParentDir)
+        && no_dotdot(raw)
+}
+
+fn no_dotdot(raw: &str) -> bool {
+    !Path::new(raw)
+        .components()
+        .any(|c| c == Component::ParentDir)
+}
+
+/// `~`, `$HOME` or `${HOME}`, alone or followed by `/`.
+fn home_form(raw: &str) -> bool {
+    ["~", "${HOME}", "$HOME"].iter().any(|p| {
+        raw.strip_prefix(p)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    })
 }
