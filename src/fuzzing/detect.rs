@@ -3,7 +3,7 @@
 //! Input: a JSON array `[tool, arguments]` (a `tools/list` entry and a call's arguments; other
 //! shapes are skipped). Invariants: nothing panics, whatever the schema (`$ref` cycles,
 //! `anyOf` nests); every argument reported is a real string in the arguments at its JSON
-//! pointer, with that value; with no schema, every string anywhere in the arguments that looks
+//! pointer, with that value (or that value trimmed); with no schema, every string anywhere in the arguments that looks
 //! like a path is reported (value heuristics apply to everything); past the caps, the scan
 //! says so instead of returning a partial list (the proxy then refuses the call).
 
@@ -51,11 +51,13 @@ pub fn run(data: &[u8]) {
     }
 }
 
+/// The value reported is the string at its pointer, or that string trimmed (detection checks
+/// the trimmed form too, for servers that trim their input).
 fn assert_at_pointer(args: &Value, pointer: &str, value: &str) {
-    assert_eq!(
-        args.pointer(pointer).and_then(Value::as_str),
-        Some(value),
-        "reported {value:?} at {pointer}, which holds something else"
+    let held = args.pointer(pointer).and_then(Value::as_str);
+    assert!(
+        held.is_some_and(|h| h == value || h.trim() == value),
+        "reported {value:?} at {pointer}, which holds {held:?}"
     );
 }
 
