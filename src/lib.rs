@@ -20,6 +20,8 @@
 
 pub mod cli;
 pub mod clients;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod policy;
 pub mod proxy;
 pub mod registry;

@@ -291,6 +291,34 @@ pub fn plan_install(scans: &[FileScan], proxy: &Path) -> (Vec<FilePlan>, Vec<Pro
     (plans, problems)
 }
 
+/// Reverse the recorded `changes` of one install in `text`, entry by entry (the file was edited
+/// since, so its backup no longer applies): each entry byte-exact where its recorded new bytes
+/// are still there, else by value ([`reverse_entry`]). `Err` is the reason the file is left
+/// untouched.
+pub(crate) fn reverse_changes(
+    format: Format,
+    text: &str,
+    changes: &[EntryChange],
+    notes: &mut Vec<String>,
+) -> Result<String, String> {
+    if let Err(e) = parse(format, text) {
+        return Err(format!("does not parse ({e}); left untouched"));
+    }
+    let targets: Vec<Target<'_>> = changes
+        .iter()
+        .map(|c| (c.holder.clone(), c.command_key.as_str()))
+        .collect();
+    let located = locate_many(format, text, &targets).map_err(|e| e.to_string())?;
+    let mut splices = Vec::new();
+    for (c, located) in changes.iter().zip(located) {
+        match reverse_entry(format, text, c, located, notes) {
+            Ok(s) => splices.extend(s),
+            Err(e) => notes.push(format!("{}: {e}", c.server)),
+        }
+    }
+    apply(text, &splices).map_err(|e| e.to_string())
+}
+
 /// Reverse one recorded entry change in `text`: byte-exact when the recorded new bytes are still
 /// there, else by value when the entry is still wrapped, else nothing (a note says why).
 fn reverse_entry(
@@ -403,33 +431,10 @@ pub fn plan_uninstall(
                     Err(e) => notes.push(format!("{e}; reversing entry by entry")),
                 }
             }
-            if let Err(e) = parse(file.format, &text) {
-                failed = Some(format!("does not parse ({e}); left untouched"));
-                break;
-            }
-            let mut splices = Vec::new();
-            let targets: Vec<Target<'_>> = rec
-                .changes
-                .iter()
-                .map(|c| (c.holder.clone(), c.command_key.as_str()))
-                .collect();
-            let located = match locate_many(file.format, &text, &targets) {
-                Ok(l) => l,
-                Err(e) => {
-                    failed = Some(e.to_string());
-                    break;
-                }
-            };
-            for (c, located) in rec.changes.iter().zip(located) {
-                match reverse_entry(file.format, &text, c, located, &mut notes) {
-                    Ok(s) => splices.extend(s),
-                    Err(e) => notes.push(format!("{}: {e}", c.server)),
-                }
-            }
-            match apply(&text, &splices) {
+            match reverse_changes(file.format, &text, &rec.changes, &mut notes) {
                 Ok(t) => text = t,
-                Err(e) => {
-                    failed = Some(e.to_string());
+                Err(message) => {
+                    failed = Some(message);
                     break;
                 }
             }

@@ -169,8 +169,8 @@ fn expand_home(raw: &str, ctx: &ResolveContext) -> Result<PathBuf, ResolveError>
             if rest.is_empty() {
                 return home();
             }
-            if let Some(rest) = rest.strip_prefix('/') {
-                return Ok(home()?.join(rest));
+            if rest.starts_with('/') {
+                return Ok(under(home()?, rest));
             }
             // `$HOMEDIR/x` is another variable; leave it literal (a relative name).
             return Ok(PathBuf::from(raw));
@@ -191,13 +191,22 @@ fn expand_home(raw: &str, ctx: &ResolveContext) -> Result<PathBuf, ResolveError>
                 _ => return Ok(PathBuf::from(raw)),
             }
         };
-        return Ok(if tail.is_empty() {
-            base
-        } else {
-            base.join(tail)
-        });
+        return Ok(under(base, tail));
     }
     Ok(PathBuf::from(raw))
+}
+
+/// `base` followed by `tail` as shells, Python's `expanduser` and Node's `path.join` read
+/// `~//x` and `$HOME//x`: the home directory, then `x`. (`Path::join` with a tail that still
+/// starts with `/` would *replace* the home, turning `~//etc/passwd` into `/etc/passwd` for
+/// the check while the server opens `$HOME/etc/passwd`.)
+fn under(base: PathBuf, tail: &str) -> PathBuf {
+    let tail = tail.trim_start_matches('/');
+    if tail.is_empty() {
+        base
+    } else {
+        base.join(tail)
+    }
 }
 
 fn check_lengths(path: &Path) -> Result<(), ResolveError> {
@@ -374,6 +383,19 @@ mod tests {
         assert_eq!(r(&f, "..").unwrap(), f.root);
         let abs = f.root.join("scope/a.txt");
         assert_eq!(r(&f, abs.to_str().unwrap()).unwrap(), abs);
+    }
+
+    #[test]
+    fn a_home_form_with_doubled_slashes_stays_in_home() {
+        // Found by the differential test: `$HOME//../scope/` was checked as `/scope`.
+        let f = fx();
+        let home = f.root.join("home");
+        assert_eq!(r(&f, "~//etc/passwd").unwrap(), home.join("etc/passwd"));
+        assert_eq!(r(&f, "$HOME//etc").unwrap(), home.join("etc"));
+        assert_eq!(r(&f, "${HOME}///x").unwrap(), home.join("x"));
+        assert_eq!(r(&f, "$HOME//../scope/").unwrap(), f.root.join("scope"));
+        assert_eq!(r(&f, "~//").unwrap(), home);
+        assert_eq!(r(&f, "~root//x").unwrap(), PathBuf::from("/root/x"));
     }
 
     #[test]

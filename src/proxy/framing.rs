@@ -51,6 +51,8 @@ pub struct LineDecoder {
     scanned: usize,
     /// `Some(n)`: inside an over-long line, `n` bytes of it dropped so far.
     discarding: Option<usize>,
+    /// The last byte dropped was `\r`: if `\n` follows, it was the terminator, not content.
+    dropped_cr: bool,
     /// Offer [`Frame::LongLine`] once a partial line reaches this many bytes.
     stream_threshold: usize,
     /// The current partial line was offered for streaming already.
@@ -65,6 +67,7 @@ impl LineDecoder {
             max_line: max_line.max(1),
             scanned: 0,
             discarding: None,
+            dropped_cr: false,
             stream_threshold: usize::MAX,
             offered: false,
             streaming: false,
@@ -104,15 +107,25 @@ impl LineDecoder {
             if let Some(dropped) = self.discarding {
                 match memchr_newline(buf, 0) {
                     Some(i) => {
+                        // Whatever the terminator, and wherever a read split it, report the
+                        // content length without `\r`, as for a line seen whole.
+                        let cr = if i == 0 {
+                            self.dropped_cr
+                        } else {
+                            buf[i - 1] == b'\r'
+                        };
                         let _ = buf.split_to(i + 1);
                         self.discarding = None;
+                        self.dropped_cr = false;
                         self.scanned = 0;
-                        let len = dropped + i;
-                        // Whatever the terminator, report the content length without `\r`.
+                        let len = dropped + i - usize::from(cr);
                         return Some(Frame::TooLong { len });
                     }
                     None => {
                         self.discarding = Some(dropped + buf.len());
+                        if let Some(&last) = buf.last() {
+                            self.dropped_cr = last == b'\r';
+                        }
                         buf.clear();
                         return None;
                     }
@@ -141,6 +154,7 @@ impl LineDecoder {
                     if buf.len() > self.max_line + 1 {
                         let so_far = buf.len();
                         self.discarding = Some(so_far);
+                        self.dropped_cr = buf.last() == Some(&b'\r');
                         self.scanned = 0;
                         self.offered = false;
                         // Give the line's memory back, not just its bytes: a buffer grown to
@@ -175,7 +189,13 @@ impl LineDecoder {
         }
         self.scanned = 0;
         if let Some(dropped) = self.discarding.take() {
-            let len = dropped + buf.len();
+            // A final `\r` without `\n` is not content either (see `Frame::content`).
+            let cr = match buf.last() {
+                Some(&last) => last == b'\r',
+                None => self.dropped_cr,
+            };
+            self.dropped_cr = false;
+            let len = dropped + buf.len() - usize::from(cr);
             buf.clear();
             return Some(Frame::TooLong { len });
         }

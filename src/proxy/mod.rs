@@ -35,7 +35,7 @@ pub mod framing;
 mod integrity;
 pub mod message;
 pub mod pinning;
-mod router;
+pub(crate) mod router;
 #[cfg(unix)]
 pub mod stdio;
 mod stream_guard;

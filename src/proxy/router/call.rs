@@ -8,7 +8,7 @@ use super::Kind;
 
 /// What a checked request asks for.
 #[derive(Debug)]
-pub(super) enum Checked {
+pub(crate) enum Checked {
     /// `tools/call`: a tool and its arguments (an object; absent or `null` is `{}`).
     Tool { name: String, arguments: Value },
     /// `resources/read` of a `file:` URI.
@@ -19,7 +19,7 @@ pub(super) enum Checked {
 
 /// A parsed checked request.
 #[derive(Debug)]
-pub(super) struct CheckedRequest {
+pub(crate) struct CheckedRequest {
     pub what: Checked,
     /// A 2026-07-28 request: the proxy's own answers carry `resultType`.
     pub stateless: bool,
@@ -29,7 +29,7 @@ pub(super) struct CheckedRequest {
 
 /// Why a checked request cannot be judged.
 #[derive(Debug)]
-pub(super) enum Unjudgeable {
+pub(crate) enum Unjudgeable {
     /// Answered as invalid params (-32602, logged as a denial).
     Params(String),
     /// Not JSON params at all (-32600).
@@ -37,7 +37,7 @@ pub(super) enum Unjudgeable {
 }
 
 /// Parse `params_text` (the raw `params`, `{}` when absent) of a request of `kind`.
-pub(super) fn parse(kind: Kind, params_text: &str) -> Result<CheckedRequest, Unjudgeable> {
+pub(crate) fn parse(kind: Kind, params_text: &str) -> Result<CheckedRequest, Unjudgeable> {
     // Two equal keys could be read one way here and another way by the server.
     let mut params: Value = match message::parse_params(params_text) {
         Ok(v) => v,

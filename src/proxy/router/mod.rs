@@ -28,7 +28,7 @@ use super::ProxyConfig;
 use crate::policy::{ResolveContext, Scope};
 use crate::sandbox::PreparedJail;
 
-mod call;
+pub(crate) mod call;
 mod catalogue;
 mod client;
 mod failure;
@@ -47,7 +47,7 @@ pub use session::run;
 const MAX_UNFLAGGED_ERROR_TEXT: usize = 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     Initialize,
     Discover,
     ToolsList,

@@ -1,0 +1,3 @@
+#![no_main]
+// The body and its invariants: mcpjail::fuzzing::framing (shared with tests/fuzz_replay.rs).
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mcpjail::fuzzing::framing::run(data));

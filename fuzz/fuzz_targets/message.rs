@@ -1,0 +1,3 @@
+#![no_main]
+// The body and its invariants: mcpjail::fuzzing::message (shared with tests/fuzz_replay.rs).
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mcpjail::fuzzing::message::run(data));
