@@ -353,24 +353,50 @@ impl<'de> Visitor<'de> for Peek<'_> {
 
 /// A JSON-RPC error response line (with trailing newline). `id` is the raw id text or `null`.
 pub fn error_line(id: Option<&str>, code: i64, message: &str, data: Option<Value>) -> Vec<u8> {
-    let id: Value = id
-        .and_then(|raw| serde_json::from_str(raw).ok())
-        .unwrap_or(Value::Null);
     let mut error = json!({"code": code, "message": message});
     if let Some(data) = data {
         error["data"] = data;
     }
-    let mut out = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "error": error}))
-        .unwrap_or_default();
-    out.push(b'\n');
-    out
+    // Fields in the order `json!` would give them (sorted), so lines look as they always did.
+    #[derive(serde::Serialize)]
+    struct Line<'a> {
+        error: Value,
+        id: &'a RawValue,
+        jsonrpc: &'static str,
+    }
+    to_line(&Line {
+        error,
+        id: raw_id(id),
+        jsonrpc: "2.0",
+    })
 }
 
 /// A JSON-RPC success response line (with trailing newline).
 pub fn result_line(id: &str, result: Value) -> Vec<u8> {
-    let id: Value = serde_json::from_str(id).unwrap_or(Value::Null);
-    let mut out = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": result}))
-        .unwrap_or_default();
+    #[derive(serde::Serialize)]
+    struct Line<'a> {
+        id: &'a RawValue,
+        jsonrpc: &'static str,
+        result: Value,
+    }
+    to_line(&Line {
+        id: raw_id(Some(id)),
+        jsonrpc: "2.0",
+        result,
+    })
+}
+
+/// The request's id as the client wrote it: an id that is valid JSON but that no `Value` holds
+/// (`1e400` overflows a float) still comes back as its own id, not `null`, so the client is
+/// never left without an answer it can match. `null` when there is none.
+fn raw_id(id: Option<&str>) -> &RawValue {
+    let null: &'static RawValue = serde_json::from_str("null").unwrap_or_else(|_| unreachable!());
+    id.and_then(|raw| serde_json::from_str::<&RawValue>(raw.trim()).ok())
+        .unwrap_or(null)
+}
+
+fn to_line(line: &impl serde::Serialize) -> Vec<u8> {
+    let mut out = serde_json::to_vec(line).unwrap_or_default();
     out.push(b'\n');
     out
 }
@@ -458,6 +484,24 @@ mod tests {
         );
         let p = peek_prefix(br#"{"id":3,"method":"sampling/createMessage","params":{"x":"#);
         assert!(p.method && !p.response);
+    }
+
+    #[test]
+    fn answers_carry_the_id_as_the_client_wrote_it() {
+        for raw in ["1e400", "7", r#""\u0061b""#, "-0.5"] {
+            let line = error_line(Some(raw), code::INTERNAL_ERROR, "x", None);
+            let text = String::from_utf8(line).unwrap();
+            assert!(text.contains(&format!(r#""id":{raw},"#)), "{text}");
+            let line = result_line(raw, json!({}));
+            assert!(String::from_utf8(line)
+                .unwrap()
+                .contains(&format!(r#""id":{raw},"#)));
+        }
+        let none = String::from_utf8(error_line(None, code::PARSE_ERROR, "x", None)).unwrap();
+        assert_eq!(
+            none,
+            "{\"error\":{\"code\":-32700,\"message\":\"x\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n"
+        );
     }
 
     #[test]
