@@ -78,6 +78,8 @@ struct World {
     scope: PathBuf,
     outside: PathBuf,
     token: String,
+    /// The jail's network rules (the default: network off).
+    net: mcpjail::policy::NetRules,
 }
 
 fn world() -> World {
@@ -96,6 +98,7 @@ fn world() -> World {
         scope,
         outside,
         token: token(),
+        net: Default::default(),
     }
 }
 
@@ -124,6 +127,7 @@ async fn probe_with_report(
             path: w.scope.clone(),
             source: ScopeSource::Flag,
         }],
+        net: w.net.clone(),
         ..Scope::default()
     };
     let opts = JailOptions {
@@ -324,7 +328,8 @@ async fn scenario(name: &str, how: How) -> Results {
         "leaked_fd" => scenario_leaked_fd(how).await,
         "others" => scenario_others(how).await,
         "metadata" => scenario_metadata(how).await,
-        "unix_socket" => scenario_unix_socket(how).await,
+        "unix_socket" => scenario_unix_socket(how, false).await,
+        "unix_socket_tcp" => scenario_unix_socket(how, true).await,
         "proc_net" => scenario_proc_net(how).await,
         other => panic!("no scenario {other}"),
     }
@@ -1057,9 +1062,16 @@ fn metadata_outside_the_scope_cannot_be_changed_as_nobody() {
 /// connects (stream) or answers a datagram. The server learns the paths (here: argv; in life,
 /// `/proc/net/unix`, `$SSH_AUTH_SOCK`) and tries a stream connect, a datagram to the agent's
 /// datagram socket, and a connected datagram socketpair with a destination address.
-async fn scenario_unix_socket(how: How) -> Results {
+/// `tcp`: with a TCP port open in the jail (as `--allow-tcp-connect` and the egress proxy do),
+/// where `connect()` must stay allowed; the probe also connects to that port, to show TCP works.
+async fn scenario_unix_socket(how: How, tcp: bool) -> Results {
     use std::os::unix::net::{UnixDatagram, UnixListener};
-    let w = world();
+    let mut w = world();
+    let tcp_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let tcp_port = tcp_listener.local_addr().unwrap().port();
+    if tcp {
+        w.net.tcp_connect_ports = vec![tcp_port];
+    }
     let dir = w.outside.join("agent");
     std::fs::create_dir_all(&dir).unwrap();
     // nobody must be able to reach the sockets in the control run.
@@ -1110,16 +1122,22 @@ def pair_stream():
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     a.sendall(b"x")
     return b.recv(1).decode()
+def tcp():
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[3])))
+    s.close()
 attempt("stream_connect", stream)
 attempt("datagram_sendto", datagram)
 attempt("socketpair_dgram_sendto", pair_with_address)
 attempt("socketpair_stream", pair_stream)
+attempt("tcp_connect", tcp)
 "#;
     let args = vec![
         stream_path.display().to_string(),
         dgram_path.display().to_string(),
+        tcp_port.to_string(),
     ];
     let mut r = probe(&w, how, body, &args, None).await;
+    drop(tcp_listener);
     done.store(true, std::sync::atomic::Ordering::SeqCst);
     let got = serve.join().unwrap();
     r.insert("agent_got_datagram".into(), got.to_string());
@@ -1166,25 +1184,56 @@ fn named_unix_sockets_are_unreachable_as_nobody() {
     assert_unix_socket(&control, &jailed);
 }
 
-/// With TCP allowed, connect() must stay and this kernel cannot judge a UNIX path: the layer
-/// says so and `--require-full` refuses.
+/// With a TCP port open, `connect()` must stay: the named-socket route is closed by refusing
+/// `socket(AF_UNIX)` (and datagram socketpairs) instead, while TCP to the open port still works.
+#[tokio::test]
+async fn named_unix_sockets_stay_unreachable_with_a_tcp_port_open() {
+    let control = scenario("unix_socket_tcp", How::Control).await;
+    let jailed = scenario("unix_socket_tcp", How::Jailed).await;
+    assert_unix_socket(&control, &jailed);
+    assert_eq!(get(&control, "tcp_connect"), "OK");
+    assert_eq!(get(&jailed, "tcp_connect"), "OK", "{jailed:?}");
+}
+
 #[test]
-fn with_tcp_allowed_the_unix_socket_layer_is_reported_open() {
-    let scope = Scope::default();
-    let mut net_scope = scope.clone();
-    net_scope.net.tcp_connect_ports = vec![443];
+fn named_unix_sockets_stay_unreachable_with_a_tcp_port_open_as_nobody() {
+    let control = as_nobody("unix_socket_tcp", How::Control);
+    let jailed = as_nobody("unix_socket_tcp", How::Jailed);
+    assert_unix_socket(&control, &jailed);
+    assert_eq!(get(&jailed, "tcp_connect"), "OK", "{jailed:?}");
+}
+
+/// The `unix_sockets` layer is fully enforced with the network off and with TCP ports open
+/// (so `--require-full` accepts both); only `--allow-net` opens it, and then it says so.
+#[test]
+fn the_unix_socket_layer_is_open_only_with_allow_net() {
     let env: Vec<(OsString, OsString)> = vec![("PATH".into(), "/usr/bin:/bin".into())];
     let cwd = std::env::temp_dir();
     let strict = JailOptions {
         require_full: true,
         ..JailOptions::default()
     };
-    let closed = sandbox::prepare_with_env(&scope, &["true".into()], &cwd, &strict, &env)
-        .expect("network off: fully enforced");
-    assert!(closed.report().to_string().contains("unix_sockets"));
-    let err = sandbox::prepare_with_env(&net_scope, &["true".into()], &cwd, &strict, &env)
-        .expect_err("--require-full accepted an open unix_sockets layer");
-    assert!(err.to_string().contains("unix_sockets"), "{err}");
+    let mut tcp = Scope::default();
+    tcp.net.tcp_connect_ports = vec![443];
+    for scope in [Scope::default(), tcp] {
+        let jail = sandbox::prepare_with_env(&scope, &["true".into()], &cwd, &strict, &env)
+            .expect("fully enforced");
+        assert!(jail.report().to_string().contains("unix_sockets"));
+    }
+    let mut all = Scope::default();
+    all.net.allow_all = true;
+    let open =
+        sandbox::prepare_with_env(&all, &["true".into()], &cwd, &JailOptions::default(), &env)
+            .expect("--allow-net prepares");
+    let layer = open
+        .report()
+        .layers
+        .iter()
+        .find(|l| l.layer == "unix_sockets")
+        .expect("a unix_sockets layer")
+        .clone();
+    assert_ne!(layer.enforcement, sandbox::Enforcement::Fully, "{layer:?}");
+    assert!(layer.detail.contains("OPEN"), "{layer:?}");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -77,7 +77,7 @@ impl LinuxJail {
                     } else if net.allow_all {
                         "all socket families allowed (--allow-net)"
                     } else {
-                        "AF_UNIX and TCP sockets only (UDP/raw/netlink closed; TCP ports judged by Landlock)"
+                        "TCP sockets only from socket(), stream socketpair() (UDP/raw/netlink and AF_UNIX sockets closed; TCP ports judged by Landlock)"
                     }
                 ),
             });
@@ -95,7 +95,10 @@ impl LinuxJail {
         // Named UNIX sockets (ssh-agent, gpg-agent, tmux, the session bus, docker.sock): Landlock
         // ABI 7 does not mediate connect() to them (LANDLOCK_ACCESS_FS_RESOLVE_UNIX is newer), so
         // the only closure here is seccomp's, and only with the network off.
-        let unix_closed = seccomp.as_ref().is_some_and(|p| p.sockets_unix_only);
+        let unix_closed = seccomp.as_ref().is_some_and(|p| p.named_unix_closed);
+        let tcp_open = seccomp
+            .as_ref()
+            .is_some_and(|p| p.named_unix_closed && !p.sockets_unix_only);
         report.push(LayerReport {
             layer: "unix_sockets".into(),
             enforcement: if unix_closed {
@@ -103,16 +106,22 @@ impl LinuxJail {
             } else {
                 Enforcement::Partially
             },
-            detail: if unix_closed {
+            detail: if tcp_open {
+                "connect() stays for TCP, but socket() cannot make an AF_UNIX socket and a \
+                 socketpair() cannot be a datagram one, so no socket can reach a named socket \
+                 outside the jail (ssh-agent, gpg-agent, tmux, dbus, docker.sock, X11); stream \
+                 socketpair() works; abstract sockets are scoped by Landlock"
+                    .into()
+            } else if unix_closed {
                 "connect() refused and no datagram UNIX sockets: named sockets outside the jail \
                  (ssh-agent, gpg-agent, tmux, dbus, docker.sock, X11) are unreachable; abstract \
                  ones are scoped by Landlock"
                     .into()
             } else {
-                "OPEN: with TCP or all network allowed, connect() must stay allowed and this \
+                "OPEN: with all network allowed (--allow-net) every socket call stays, and this \
                  kernel's Landlock cannot judge a UNIX socket's path, so the server can reach any \
-                 named socket whose path it learns (ssh-agent, dbus, docker.sock…); run without \
-                 --allow-net/--allow-tcp-* to close it"
+                 named socket whose path it learns (ssh-agent, dbus, docker.sock…); use \
+                 --allow-domain or --allow-tcp-connect instead of --allow-net to close it"
                     .into()
             },
         });

@@ -27,6 +27,9 @@ pub struct SeccompPlan {
     pub denied: Vec<&'static str>,
     /// Whether non-UNIX `socket()` is refused (network off).
     pub sockets_unix_only: bool,
+    /// Whether no socket can reach a named UNIX socket: with the network off `connect()` is
+    /// refused; with TCP ports open no AF_UNIX socket can be made with `socket()` at all.
+    pub named_unix_closed: bool,
 }
 
 /// Syscalls no MCP server needs and that widen the kernel surface or reach other processes.
@@ -177,10 +180,22 @@ impl SeccompPlan {
             rules.insert(libc::SYS_socket, socket_rules(tcp_ports)?);
             rules.insert(libc::SYS_socketpair, socket_rules(false)?);
             denied.push(if tcp_ports {
-                "socket(!AF_UNIX && !TCP)"
+                "socket(!TCP)"
             } else {
                 "socket(!AF_UNIX)"
             });
+        }
+        if tcp_ports && !net.allow_all {
+            // connect() must stay for TCP, and Landlock (ABI 7) cannot judge a UNIX socket's
+            // path, so the named-socket route is closed one step earlier: `socket_rules` makes
+            // `socket()` refuse AF_UNIX altogether (only an unconnected socket can connect to
+            // a path), and a datagram socketpair (which can `sendto` a path) is refused too. A
+            // stream `socketpair()`, which runtimes use, stays: its ends are connected to each
+            // other for good.
+            if let Some(list) = rules.get_mut(&libc::SYS_socketpair) {
+                list.push(unix_datagram_rule()?);
+            }
+            denied.push("socket(AF_UNIX), socketpair(AF_UNIX, SOCK_DGRAM)");
         }
         if sockets_unix_only {
             // Landlock (ABI 7) does not mediate connect() to a named UNIX socket, so a server
@@ -221,6 +236,7 @@ impl SeccompPlan {
             programs: vec![with_x32_guard(to_libc(&main)), to_libc(&clone3)],
             denied,
             sockets_unix_only,
+            named_unix_closed: !net.allow_all,
         })
     }
 }
@@ -321,8 +337,9 @@ fn socket_rules(allow_tcp: bool) -> Result<Vec<SeccompRule>, SeccompError> {
         )?])?]);
     }
     let inet = [libc::AF_INET as u64, libc::AF_INET6 as u64];
+    // Only TCP: an AF_UNIX socket from `socket()` could connect() to a named socket, which
+    // Landlock cannot judge here (the caller explains).
     let mut rules = vec![SeccompRule::new(vec![
-        cond(0, SeccompCmpOp::Ne, unix)?,
         cond(0, SeccompCmpOp::Ne, inet[0])?,
         cond(0, SeccompCmpOp::Ne, inet[1])?,
     ])?];
