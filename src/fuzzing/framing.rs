@@ -78,10 +78,15 @@ fn read_sizes(seed: u8, len: usize) -> Vec<usize> {
     out
 }
 
-fn decode(stream: &[u8], max: usize, sizes: &[usize]) -> Vec<Frame> {
-    let mut dec = LineDecoder::new(max);
+/// Feed `stream` to `dec` in reads of `sizes` (cycled), then end it; every frame goes to
+/// `take` with the decoder and its buffer (a taker may start streaming a long line).
+fn feed(
+    stream: &[u8],
+    sizes: &[usize],
+    dec: &mut LineDecoder,
+    mut take: impl FnMut(Frame, &mut LineDecoder, &mut BytesMut),
+) {
     let mut buf = BytesMut::new();
-    let mut frames = Vec::new();
     let mut at = 0;
     for &n in sizes.iter().cycle() {
         if at >= stream.len() {
@@ -91,12 +96,19 @@ fn decode(stream: &[u8], max: usize, sizes: &[usize]) -> Vec<Frame> {
         buf.extend_from_slice(&stream[at..end]);
         at = end;
         while let Some(f) = dec.decode(&mut buf) {
-            frames.push(f);
+            take(f, dec, &mut buf);
         }
     }
     while let Some(f) = dec.decode_eof(&mut buf) {
-        frames.push(f);
+        take(f, dec, &mut buf);
     }
+}
+
+fn decode(stream: &[u8], max: usize, sizes: &[usize]) -> Vec<Frame> {
+    let mut frames = Vec::new();
+    feed(stream, sizes, &mut LineDecoder::new(max), |f, _, _| {
+        frames.push(f)
+    });
     frames
 }
 
@@ -105,28 +117,12 @@ fn decode(stream: &[u8], max: usize, sizes: &[usize]) -> Vec<Frame> {
 fn streamed_bytes_are_conserved(stream: &[u8], max: usize, sizes: &[usize]) {
     let threshold = (max / 2).max(1);
     let mut dec = LineDecoder::new(max).with_stream_threshold(threshold);
-    let mut buf = BytesMut::new();
     let mut out: Vec<u8> = Vec::new();
-    let take = |f: Frame, dec: &mut LineDecoder, buf: &mut BytesMut, out: &mut Vec<u8>| match f {
+    feed(stream, sizes, &mut dec, |f, dec, buf| match f {
         Frame::Line(b) | Frame::Chunk(b) | Frame::ChunkEnd(b) => out.extend_from_slice(&b),
         Frame::LongLine => out.extend_from_slice(&dec.start_streaming(buf)),
         Frame::TooLong { .. } | Frame::Overlong { .. } => {}
-    };
-    let mut at = 0;
-    for &n in sizes.iter().cycle() {
-        if at >= stream.len() {
-            break;
-        }
-        let end = (at + n).min(stream.len());
-        buf.extend_from_slice(&stream[at..end]);
-        at = end;
-        while let Some(f) = dec.decode(&mut buf) {
-            take(f, &mut dec, &mut buf, &mut out);
-        }
-    }
-    while let Some(f) = dec.decode_eof(&mut buf) {
-        take(f, &mut dec, &mut buf, &mut out);
-    }
+    });
     // `out` is the input with some whole lines (blank or over-long) left out.
     let mut rest = stream;
     for piece in out.split_inclusive(|b| *b == b'\n') {
