@@ -892,29 +892,9 @@ const RESOLVE_NO_SYMLINKS: u64 = 0x04;
 /// that, `O_PATH | O_NOFOLLOW` and a check through `/proc/self/fd` that the opened object's path
 /// is `path` itself.
 pub fn open_exact(path: &CStr) -> io::Result<OwnedFd> {
-    let how = OpenHow {
-        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
-        mode: 0,
-        resolve: RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-    };
-    // SAFETY: `path` is NUL-terminated and `how` a valid open_how; both live for the call and
-    // the kernel only reads them.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            libc::AT_FDCWD,
-            path.as_ptr(),
-            &how as *const OpenHow,
-            std::mem::size_of::<OpenHow>(),
-        )
-    };
-    if fd >= 0 {
-        // SAFETY: `fd` was just returned by openat2 and is owned by nobody else.
-        return Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) });
-    }
-    let err = io::Error::last_os_error();
-    if err.raw_os_error() != Some(libc::ENOSYS) {
-        return Err(err);
+    match openat2_no_symlinks(path) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {}
+        opened => return opened,
     }
     // SAFETY: `path` is NUL-terminated and lives for the call.
     let fd = unsafe {
@@ -972,16 +952,16 @@ fn unit_result(rc: libc::c_long) -> io::Result<()> {
     }
 }
 
-/// Open `path` with `O_PATH`, refusing with `ELOOP` if it or any directory on the way is a
-/// symlink now (`openat2(RESOLVE_NO_SYMLINKS)`; before Linux 5.6, `O_NOFOLLOW`: the last
-/// component only). For the forked child: async-signal-safe, unlike [`open_exact`].
-pub fn open_no_symlinks(path: &CStr) -> io::Result<OwnedFd> {
+/// `openat2(path, O_PATH, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)`: `ENOSYS` before Linux
+/// 5.6, for the callers' own fallbacks. Async-signal-safe (one syscall).
+fn openat2_no_symlinks(path: &CStr) -> io::Result<OwnedFd> {
     let how = OpenHow {
         flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
         mode: 0,
         resolve: RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
     };
-    // SAFETY: `path` is NUL-terminated and `how` a valid open_how; both live for the call.
+    // SAFETY: `path` is NUL-terminated and `how` a valid open_how; both live for the call and
+    // the kernel only reads them.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_openat2,
@@ -991,7 +971,14 @@ pub fn open_no_symlinks(path: &CStr) -> io::Result<OwnedFd> {
             std::mem::size_of::<OpenHow>(),
         )
     };
-    match fd_result(rc) {
+    fd_result(rc)
+}
+
+/// Open `path` with `O_PATH`, refusing with `ELOOP` if it or any directory on the way is a
+/// symlink now (`openat2(RESOLVE_NO_SYMLINKS)`; before Linux 5.6, `O_NOFOLLOW`: the last
+/// component only). For the forked child: async-signal-safe, unlike [`open_exact`].
+pub fn open_no_symlinks(path: &CStr) -> io::Result<OwnedFd> {
+    match openat2_no_symlinks(path) {
         Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
             // SAFETY: `path` is NUL-terminated and lives for the call.
             let fd = unsafe {
