@@ -56,13 +56,24 @@ impl Scratch {
     fn start(&self, fault: &str, args: &[&str]) -> Session {
         Session::spawn(self.command(fault, args))
     }
-    /// The proxy's private temp dirs still present.
-    fn temp_dirs(&self) -> Vec<String> {
-        std::fs::read_dir(self.p("tmp"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with("mcpjail-"))
-            .collect()
+    /// The proxy's private temp dirs still present (in the user's own directory under TMPDIR,
+    /// or in TMPDIR itself).
+    fn temp_dirs(&self) -> Vec<std::path::PathBuf> {
+        // SAFETY: geteuid cannot fail.
+        let own = format!("mcpjail-uid-{}", unsafe { libc::geteuid() });
+        let mut dirs = Vec::new();
+        for parent in [self.p("tmp"), self.p("tmp").join(&own)] {
+            let Ok(entries) = std::fs::read_dir(&parent) else {
+                continue;
+            };
+            dirs.extend(
+                entries
+                    .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with("mcpjail-") && *n != own)
+                    .map(|n| parent.join(n)),
+            );
+        }
+        dirs
     }
 }
 
@@ -198,7 +209,7 @@ fn finish(scratch: &Scratch, s: &mut Session, below: &[(u32, OwnedFd)], status: 
     assert_all_exit(below);
     assert_eq!(
         scratch.temp_dirs(),
-        Vec::<String>::new(),
+        Vec::<std::path::PathBuf>::new(),
         "temp dir left behind"
     );
     no_panic(s);
@@ -330,7 +341,7 @@ fn client_goes_away_in_the_middle_of_a_long_answer() {
     // The server saw its stdin close and exited 0; the proxy passes that on.
     assert_eq!(status.code(), Some(0), "{status:?}");
     assert_all_exit(&below);
-    assert_eq!(sc.temp_dirs(), Vec::<String>::new());
+    assert_eq!(sc.temp_dirs(), Vec::<std::path::PathBuf>::new());
 }
 
 #[test]
@@ -374,7 +385,7 @@ fn an_audit_log_that_cannot_be_written_at_start_refuses_the_session() {
         err.contains("/dev/full") && err.contains("hint:"),
         "names the file and the fix: {err}"
     );
-    assert_eq!(sc.temp_dirs(), Vec::<String>::new());
+    assert_eq!(sc.temp_dirs(), Vec::<std::path::PathBuf>::new());
 
     // A directory the proxy's user cannot write (root ignores modes, so run it as nobody).
     let ro = sc.p("ro");
@@ -509,7 +520,7 @@ fn a_half_written_or_unreadable_policy_file_is_named_with_the_fix() {
     let err = stderr_all(&mut s);
     assert!(err.contains(named.to_str().unwrap()), "{err}");
     assert_eq!(std::fs::read(&named).unwrap(), b"[scope]\nwrite = [");
-    assert_eq!(sc.temp_dirs(), Vec::<String>::new());
+    assert_eq!(sc.temp_dirs(), Vec::<std::path::PathBuf>::new());
 }
 
 fn pin_files(sc: &Scratch) -> Vec<PathBuf> {
@@ -583,7 +594,7 @@ fn the_private_tmpdir_removed_under_the_proxy_ends_cleanly() {
     let below = pidfds_below(s.pid());
     let dirs = sc.temp_dirs();
     assert_eq!(dirs.len(), 1);
-    std::fs::remove_dir_all(sc.p("tmp").join(&dirs[0])).unwrap();
+    std::fs::remove_dir_all(&dirs[0]).unwrap();
     assert_eq!(
         result_text(&s.call("echo", json!({"text": "still"}))),
         "still"
@@ -622,5 +633,5 @@ fn two_proxies_of_one_name_write_whole_pin_files() {
         names.sort_unstable();
         assert_eq!(names, ["big", "echo", "flood", "storm"], "{pins}");
     }
-    assert_eq!(sc.temp_dirs(), Vec::<String>::new());
+    assert_eq!(sc.temp_dirs(), Vec::<std::path::PathBuf>::new());
 }

@@ -2,11 +2,13 @@
 //! never a live proxy's, never following a symlink the server planted in it.
 //!
 //! Every proxy here runs with its own `TMPDIR` (a scratch directory of this test), so the
-//! counts are exact and no other proxy on the machine is involved.
+//! counts are exact and no other proxy on the machine is involved. The directories live in the
+//! user's own `mcpjail-uid-<uid>` under it; when that cannot be trusted they go in `TMPDIR`
+//! itself, and are swept there.
 
 mod proxy_support;
 
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -38,6 +40,12 @@ fn start_proxy(tree: &Tree, tmp: &Path) -> Session {
     s
 }
 
+/// Where the proxies under `TMPDIR=tmp` make their directories.
+fn parent_in(tmp: &Path) -> PathBuf {
+    // SAFETY: geteuid cannot fail.
+    tmp.join(format!("mcpjail-uid-{}", unsafe { libc::geteuid() }))
+}
+
 fn pid_ns() -> u64 {
     std::fs::metadata("/proc/self/ns/pid").unwrap().ino()
 }
@@ -62,7 +70,13 @@ fn a_killed_proxys_tmpdir_is_removed_by_the_next_proxy_and_a_live_ones_is_kept()
     std::fs::write(&canary_file, "canary").unwrap();
 
     let live = start_proxy(&tree, &tmp);
-    let live_dirs = dirs_of(&tmp, live.pid());
+    let parent = parent_in(&tmp);
+    assert_eq!(
+        std::fs::symlink_metadata(&parent).unwrap().mode() & 0o7777,
+        0o700,
+        "the user's own directory is private"
+    );
+    let live_dirs = dirs_of(&parent, live.pid());
     assert_eq!(
         live_dirs.len(),
         1,
@@ -70,7 +84,7 @@ fn a_killed_proxys_tmpdir_is_removed_by_the_next_proxy_and_a_live_ones_is_kept()
     );
 
     let mut doomed = start_proxy(&tree, &tmp);
-    let doomed_dirs = dirs_of(&tmp, doomed.pid());
+    let doomed_dirs = dirs_of(&parent, doomed.pid());
     assert_eq!(doomed_dirs.len(), 1);
     let doomed_dir = doomed_dirs[0].clone();
     // What a hostile server could leave in its TMPDIR: symlinks out, and a nested tree.
@@ -91,18 +105,18 @@ fn a_killed_proxys_tmpdir_is_removed_by_the_next_proxy_and_a_live_ones_is_kept()
     // Names a sweep must judge: our own pid with another start time (a reused pid) is gone;
     // a dead pid in another pid namespace is not ours to judge; a foreign name is left alone.
     let me = std::process::id();
-    let reused = tmp.join(format!(
+    let reused = parent.join(format!(
         "mcpjail-{}.{me}.{}-reused",
         pid_ns(),
         start_time(me) + 1
     ));
-    let other_ns = tmp.join(format!(
+    let other_ns = parent.join(format!(
         "mcpjail-{}.{}.1-otherns",
         pid_ns() + 1,
         doomed.pid()
     ));
-    let foreign = tmp.join("mcpjail-harden-x1");
-    let legacy = tmp.join("mcpjail-AbC123");
+    let foreign = parent.join("mcpjail-harden-x1");
+    let legacy = parent.join("mcpjail-AbC123");
     for d in [&reused, &other_ns, &foreign, &legacy] {
         std::fs::create_dir(d).unwrap();
     }
@@ -117,14 +131,14 @@ fn a_killed_proxys_tmpdir_is_removed_by_the_next_proxy_and_a_live_ones_is_kept()
         "canary"
     );
     assert_eq!(std::fs::read_to_string(&canary_file).unwrap(), "canary");
-    assert_eq!(dirs_of(&tmp, next.pid()).len(), 1);
+    assert_eq!(dirs_of(&parent, next.pid()).len(), 1);
 
     // A clean exit removes the proxy's own dir.
     let next_pid = next.pid();
     let mut next = next;
     next.close_stdin();
     assert_eq!(next.wait_exit(), 0);
-    assert!(dirs_of(&tmp, next_pid).is_empty());
+    assert!(dirs_of(&parent, next_pid).is_empty());
     drop(live);
 }
 
@@ -141,7 +155,12 @@ fn a_symlink_named_like_a_stale_dir_is_neither_followed_nor_removed() {
     let mut gone = Command::new("true").spawn().unwrap();
     let gone_pid = gone.id();
     gone.wait().unwrap();
-    let link = tmp.join(format!("mcpjail-{}.{gone_pid}.1-link", pid_ns()));
+    let parent = parent_in(&tmp);
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&parent)
+        .unwrap();
+    let link = parent.join(format!("mcpjail-{}.{gone_pid}.1-link", pid_ns()));
     std::os::unix::fs::symlink(&target, &link).unwrap();
 
     let s = start_proxy(&tree, &tmp);
@@ -154,4 +173,45 @@ fn a_symlink_named_like_a_stale_dir_is_neither_followed_nor_removed() {
         "canary"
     );
     drop(s);
+}
+
+#[test]
+fn a_users_directory_that_cannot_be_trusted_is_not_used() {
+    let tree = Tree::new();
+    let elsewhere = tree.root().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+
+    // A symlink in its place (somebody else's doing): not followed.
+    let tmp_link = tree.root().join("tmp-link");
+    std::fs::create_dir(&tmp_link).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, parent_in(&tmp_link)).unwrap();
+    // Open to others: not private, so not used either.
+    let tmp_open = tree.root().join("tmp-open");
+    std::fs::create_dir(&tmp_open).unwrap();
+    std::fs::DirBuilder::new()
+        .mode(0o755)
+        .create(parent_in(&tmp_open))
+        .unwrap();
+    std::fs::set_permissions(
+        parent_in(&tmp_open),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+
+    for tmp in [&tmp_link, &tmp_open] {
+        let s = start_proxy(&tree, tmp);
+        // The control: a trusted directory would have held it.
+        assert_eq!(dirs_of(tmp, s.pid()).len(), 1, "made in TMPDIR itself");
+        drop(s);
+    }
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).unwrap().count(),
+        0,
+        "nothing made through the symlink"
+    );
+    assert_eq!(
+        std::fs::read_dir(parent_in(&tmp_open)).unwrap().count(),
+        0,
+        "nothing made in the open directory"
+    );
 }

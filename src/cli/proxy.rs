@@ -206,6 +206,8 @@ pub fn resolve_settings(
         )
     })?;
     let mut scope = derived.scope;
+    // Compiled beside the rest of the start-up rather than in its path (or the first call's).
+    crate::sandbox::precompile_deny(&scope, home.clone());
     let mut allow_domains = std::mem::take(&mut scope.net.allow_domains);
     for rule in &args.allow_domain {
         if !allow_domains.contains(rule) {
@@ -269,6 +271,9 @@ pub fn resolve_settings(
             state_dir,
             derived_kinds,
             policy_kinds,
+            // The probes fork throwaway children: most of a start-up's cost. A refusal at
+            // spawn prepares the jail again with them (see `router::start_server`).
+            assume_namespaces: true,
             ..Default::default()
         },
         deny_as: match args.deny_as {

@@ -27,6 +27,7 @@ pub mod derive;
 pub mod detect;
 pub mod export;
 pub mod file;
+pub mod globs;
 pub mod net;
 pub mod pins;
 pub mod resolve;

@@ -12,7 +12,7 @@
 //! does no I/O.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
@@ -157,8 +157,8 @@ impl Scope {
         // the full path answers "does the path or any ancestor match P". `is_match` does not
         // allocate; which pattern it was is looked up only on a hit.
         let candidate = globset::Candidate::new(path);
-        if set.is_match_candidate(&candidate) {
-            let i = set.matches_candidate(&candidate).first().copied()?;
+        if set.set.is_match_candidate(&candidate) {
+            let i = set.set.matches_candidate(&candidate).first().copied()?;
             return self.deny.get(i / 2).cloned();
         }
         None
@@ -290,26 +290,22 @@ pub fn validate_deny_globs(patterns: &[String]) -> Result<(), (String, String)> 
 /// The proxy checks the same Scope over and over; compiling its globs once per call would cost
 /// more than the check. A one-entry cache keyed by the pattern list is enough (one Scope per
 /// proxy, a second one only while narrowing).
-fn compiled_deny_set(patterns: &[String]) -> Result<Arc<GlobSet>, String> {
-    static CACHE: Mutex<Option<(Vec<String>, Arc<GlobSet>)>> = Mutex::new(None);
-    if let Ok(guard) = CACHE.lock() {
-        if let Some((key, set)) = guard.as_ref() {
-            if key.as_slice() == patterns {
-                return Ok(set.clone());
-            }
+/// The deny list as the proxy's checks match it: each pattern as `P` and `P/**`.
+pub(crate) fn compiled_deny_set(
+    patterns: &[String],
+) -> Result<Arc<super::globs::Compiled>, String> {
+    super::globs::compiled("policy", patterns, |patterns| {
+        let mut builder = GlobSetBuilder::new();
+        for p in patterns {
+            builder.add(build_glob(p).map_err(|_| p.clone())?);
+            let subtree = format!("{}/**", p.trim_end_matches('/'));
+            builder.add(build_glob(&subtree).map_err(|_| p.clone())?);
         }
-    }
-    let mut builder = GlobSetBuilder::new();
-    for p in patterns {
-        builder.add(build_glob(p).map_err(|_| p.clone())?);
-        let subtree = format!("{}/**", p.trim_end_matches('/'));
-        builder.add(build_glob(&subtree).map_err(|_| p.clone())?);
-    }
-    let set = Arc::new(builder.build().map_err(|e| e.to_string())?);
-    if let Ok(mut guard) = CACHE.lock() {
-        *guard = Some((patterns.to_vec(), set.clone()));
-    }
-    Ok(set)
+        Ok(super::globs::Compiled {
+            set: builder.build().map_err(|e| e.to_string())?,
+            skipped: Vec::new(),
+        })
+    })
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@
 //! List-only carving (the fallback) can only carve the first level.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
@@ -53,35 +54,53 @@ const WALK_SKIP: &[&str] = &[
 ];
 
 /// Compile deny patterns; `~` and `$HOME` are expanded. Bad patterns are reported and skipped.
+/// Compiled once per process (see [`crate::policy::globs`]): the proxy has usually compiled
+/// them on a background thread by the time the jail is prepared ([`super::precompile_deny`]).
 pub fn deny_set(
     patterns: &[String],
     home: Option<&Path>,
     notes: &mut Vec<String>,
-) -> Option<GlobSet> {
+) -> Option<Arc<crate::policy::globs::Compiled>> {
     if patterns.is_empty() {
         return None;
     }
-    let mut builder = GlobSetBuilder::new();
-    for p in patterns {
-        let expanded = match home {
-            Some(h) if p.starts_with("~/") => format!("{}/{}", h.display(), &p[2..]),
-            Some(h) if p.starts_with("$HOME/") => format!("{}/{}", h.display(), &p[6..]),
-            _ => p.clone(),
-        };
-        // A bare name pattern (no '/') matches that name at any depth.
-        let expanded = if expanded.contains('/') {
-            expanded
-        } else {
-            format!("**/{expanded}")
-        };
-        match Glob::new(&expanded) {
-            Ok(g) => {
-                builder.add(g);
+    let expanded: Vec<String> = patterns
+        .iter()
+        .map(|p| {
+            let expanded = match home {
+                Some(h) if p.starts_with("~/") => format!("{}/{}", h.display(), &p[2..]),
+                Some(h) if p.starts_with("$HOME/") => format!("{}/{}", h.display(), &p[6..]),
+                _ => p.clone(),
+            };
+            // A bare name pattern (no '/') matches that name at any depth.
+            if expanded.contains('/') {
+                expanded
+            } else {
+                format!("**/{expanded}")
             }
-            Err(e) => notes.push(format!("deny pattern {p} ignored by the jail: {e}")),
+        })
+        .collect();
+    let compiled = crate::policy::globs::compiled("jail", &expanded, |expanded| {
+        let mut builder = GlobSetBuilder::new();
+        let mut skipped = Vec::new();
+        for (p, e) in patterns.iter().zip(expanded) {
+            match Glob::new(e) {
+                Ok(g) => {
+                    builder.add(g);
+                }
+                Err(err) => skipped.push((p.clone(), err.to_string())),
+            }
         }
+        Ok(crate::policy::globs::Compiled {
+            set: builder.build().map_err(|e| e.to_string())?,
+            skipped,
+        })
+    })
+    .ok()?;
+    for (p, e) in &compiled.skipped {
+        notes.push(format!("deny pattern {p} ignored by the jail: {e}"));
     }
-    builder.build().ok()
+    Some(compiled)
 }
 
 /// How a denied entry is covered in the server's view.
@@ -453,7 +472,11 @@ fn mask_for(p: &Path, dir: &Path, kind: MaskKind, notes: &mut Vec<String>) -> Op
 mod tests {
     use super::*;
 
-    fn project() -> (tempfile::TempDir, PathBuf, GlobSet) {
+    fn project() -> (
+        tempfile::TempDir,
+        PathBuf,
+        Arc<crate::policy::globs::Compiled>,
+    ) {
         let dir = tempfile::tempdir().unwrap();
         let d = std::fs::canonicalize(dir.path()).unwrap();
         std::fs::write(d.join(".env"), "SECRET=1").unwrap();
@@ -470,7 +493,7 @@ mod tests {
         (dir, d, set)
     }
 
-    fn plan(d: &Path, set: &GlobSet) -> CarvePlan {
+    fn plan(d: &Path, set: &crate::policy::globs::Compiled) -> CarvePlan {
         let mut plan = CarvePlan::default();
         plan.add(
             Grant {
@@ -478,7 +501,7 @@ mod tests {
                 access: GrantAccess::ReadWrite,
                 why: "scope (write)".into(),
             },
-            Some(set),
+            Some(&set.set),
             &mut Vec::new(),
         );
         plan
@@ -551,7 +574,7 @@ mod tests {
                 access: GrantAccess::Read,
                 why: "scope (read)".into(),
             },
-            Some(&set),
+            Some(&set.set),
             &mut notes,
         );
         let masks = p.masks();
@@ -590,7 +613,7 @@ mod tests {
                 access: GrantAccess::Read,
                 why: "scope (read)".into(),
             },
-            Some(&set),
+            Some(&set.set),
             &mut Vec::new(),
         );
         assert!(!read.masks().iter().any(|m| m.kind == MaskKind::ReadOnly));
@@ -607,7 +630,7 @@ mod tests {
                 access: GrantAccess::Read,
                 why: "scope (read)".into(),
             },
-            Some(&set),
+            Some(&set.set),
             &mut notes,
         );
         let settled = p.settle(&MaskSupport::Mounts { how: "t".into() }, &mut notes);

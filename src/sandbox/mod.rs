@@ -70,6 +70,11 @@ pub struct JailOptions {
     /// Variables set for the jailed server over its scrubbed environment: the egress proxy's
     /// `HTTP_PROXY` family (see `proxy::egress::server_env`). Not set under `--no-jail`.
     pub egress_env: Vec<(String, String)>,
+    /// Plan as if the kernel lets the server's child create its namespaces instead of probing
+    /// (each probe forks a throwaway child: most of a start-up's cost). If the kernel refuses,
+    /// the spawn fails and [`PreparedJail::namespace_refusal`] says why: prepare again without
+    /// this, and the probes decide what the jail can do. The proxy sets it.
+    pub assume_namespaces: bool,
 }
 
 /// How well one layer is enforced.
@@ -179,6 +184,26 @@ pub struct PreparedJail {
     tmp: Option<tmpdir::PrivateTmp>,
 }
 
+/// Compile `scope`'s deny list, in both the forms the proxy's checks and the jail use, on a
+/// background thread: the first of them to need one finds it ready or waits for this build (see
+/// [`crate::policy::globs`]). `home` is the user's home directory (the jail expands `~` with
+/// it). Fire and forget: a build that fails is reported by whoever needs the set.
+pub fn precompile_deny(scope: &Scope, home: Option<PathBuf>) {
+    if scope.deny.is_empty() {
+        return;
+    }
+    let patterns = scope.deny.clone();
+    let spawned = std::thread::Builder::new()
+        .name("mcpjail-globs".into())
+        .spawn(move || {
+            carve::deny_set(&patterns, home.as_deref(), &mut Vec::new());
+            let _ = crate::policy::scope::compiled_deny_set(&patterns);
+        });
+    if let Err(e) = spawned {
+        tracing::debug!("deny patterns compiled when first needed: no thread ({e})");
+    }
+}
+
 /// Build the jail for `command` (program + args) run in `cwd` under `scope`.
 pub fn prepare(
     scope: &Scope,
@@ -262,7 +287,8 @@ pub fn prepare_with_env(
         .iter()
         .find(|(k, _)| k == "HOME")
         .map(|(_, v)| PathBuf::from(v));
-    let deny = carve::deny_set(&scope.deny, home.as_deref(), &mut notes);
+    let compiled_deny = carve::deny_set(&scope.deny, home.as_deref(), &mut notes);
+    let deny = compiled_deny.as_ref().map(|c| &c.set);
     let mut carved = carve::CarvePlan::default();
     let mut grants = runtime::system_grants(scope.net.allow_all);
     // Runtime grants can be a project's own directory (a script's siblings): denied names in it
@@ -273,7 +299,7 @@ pub fn prepare_with_env(
             notes.push(note);
             continue;
         }
-        if let Some(set) = &deny {
+        if let Some(set) = deny {
             if g.path.ancestors().any(|a| set.is_match(a)) {
                 notes.push(format!(
                     "runtime path {} matches a deny pattern: not granted",
@@ -282,7 +308,7 @@ pub fn prepare_with_env(
                 continue;
             }
         }
-        match &deny {
+        match deny {
             Some(set) if g.access == GrantAccess::Read => carved.add(g, Some(set), &mut notes),
             _ => grants.push(g),
         }
@@ -397,7 +423,7 @@ pub fn prepare_with_env(
                 None => {}
             }
         }
-        carved.add(g, deny.as_ref(), &mut notes);
+        carved.add(g, deny, &mut notes);
     }
     let masks = carved.masks();
     let support = if masks.is_empty() {
@@ -424,8 +450,14 @@ pub fn prepare_with_env(
     jailed_path(&mut env, rt.pyenv_bin.as_deref());
     let dropped = env::dropped(base_env, &env);
 
-    let (platform, mut layers) =
-        platform_jail(scope, &grants, &settled.masks, tmp.path(), &mut notes)?;
+    let (platform, mut layers) = platform_jail(
+        scope,
+        &grants,
+        &settled.masks,
+        tmp.path(),
+        opts.assume_namespaces,
+        &mut notes,
+    )?;
     layers.extend(settled.layer);
     layers.push(LayerReport {
         layer: "env_scrub".into(),
@@ -558,7 +590,7 @@ fn mask_support(
     masks: &[carve::Mask],
     opts: &JailOptions,
 ) -> Result<carve::MaskSupport, SandboxError> {
-    linux::mask_support(masks, opts.force_list_only_carve)
+    linux::mask_support(masks, opts.force_list_only_carve, opts.assume_namespaces)
 }
 
 /// Seatbelt denies the deny patterns itself (see [`seatbelt::profile`]).
@@ -588,9 +620,10 @@ fn platform_jail(
     grants: &[Grant],
     masks: &[carve::Mask],
     _tmp: &Path,
+    assume_namespaces: bool,
     notes: &mut Vec<String>,
 ) -> Result<(Platform, Vec<LayerReport>), SandboxError> {
-    let jail = linux::LinuxJail::new(grants, masks, &scope.net)?;
+    let jail = linux::LinuxJail::new(grants, masks, &scope.net, assume_namespaces)?;
     notes.extend(jail.notes.iter().cloned());
     let layers = jail.report().to_vec();
     Ok((Platform::Linux(Box::new(jail)), layers))
@@ -602,6 +635,7 @@ fn platform_jail(
     grants: &[Grant],
     _masks: &[carve::Mask],
     tmp: &Path,
+    _assume_namespaces: bool,
     _notes: &mut Vec<String>,
 ) -> Result<(Platform, Vec<LayerReport>), SandboxError> {
     let runtime: Vec<Grant> = grants
@@ -636,6 +670,7 @@ fn platform_jail(
     _grants: &[Grant],
     _masks: &[carve::Mask],
     _tmp: &Path,
+    _assume_namespaces: bool,
     _notes: &mut Vec<String>,
 ) -> Result<(Platform, Vec<LayerReport>), SandboxError> {
     Ok((
@@ -731,6 +766,16 @@ impl PreparedJail {
         match &self.platform {
             #[cfg(target_os = "linux")]
             Platform::Linux(jail) => jail.take_egress_listener(),
+            _ => None,
+        }
+    }
+
+    /// After a spawn failed: why, when the jail assumed namespaces the kernel then refused
+    /// ([`JailOptions::assume_namespaces`]); prepare it again without the assumption.
+    pub fn namespace_refusal(&self) -> Option<String> {
+        match &self.platform {
+            #[cfg(target_os = "linux")]
+            Platform::Linux(jail) => jail.namespace_refusal(),
             _ => None,
         }
     }

@@ -1,8 +1,15 @@
 //! The private per-session temporary directory.
 //!
-//! Created mode 0700 under the system temp dir, granted read-write to the server (and nothing
+//! Created mode 0700 in the user's own directory under the system temp dir
+//! (`$TMPDIR/mcpjail-uid-<uid>/`, mode 0700), granted read-write to the server (and nothing
 //! else under `/tmp` is), exported as `TMPDIR`/`TMP`/`TEMP`, and removed with everything in it
 //! when the [`super::PreparedJail`] is dropped.
+//!
+//! The per-user directory keeps the sweep below to our own entries: reading all of a busy `/tmp`
+//! at every start cost more than the rest of the jail's preparation. It is used only when it is
+//! a real directory of ours, not open to others, in a temp dir that is sticky (or not writable by
+//! others), so nobody else can swap it; otherwise the directories are made in the temp dir itself
+//! as before, and swept there.
 //!
 //! A proxy killed with SIGKILL runs no destructor, so its directory would outlive it. The name
 //! therefore records its owner — `mcpjail-<pid namespace>.<pid>.<start time>-XXXXXX` — and every
@@ -34,7 +41,17 @@ pub struct PrivateTmp {
 impl PrivateTmp {
     pub fn create() -> Result<Self, SandboxError> {
         use std::os::unix::fs::PermissionsExt;
-        let parent = std::env::temp_dir();
+        let system = std::env::temp_dir();
+        let parent = match own_parent(&system) {
+            Ok(dir) => dir,
+            Err(why) => {
+                tracing::debug!(
+                    "private temp dirs go directly in {}: {why}",
+                    system.display()
+                );
+                system
+            }
+        };
         let me = Owner::current();
         if let Some(me) = &me {
             sweep_stale(&parent, me);
@@ -79,6 +96,54 @@ impl Drop for PrivateTmp {
             sweep_stale(&parent, &me);
         }
     }
+}
+
+/// The user's own directory for private temp dirs under the system temp dir `system`.
+pub fn user_parent(system: &Path) -> PathBuf {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    system.join(format!("{PREFIX}uid-{}", unsafe { libc::geteuid() }))
+}
+
+/// [`user_parent`], created if missing, when it is safe to use: a directory (not a link) owned
+/// by us, mode 0700, in a temp dir where others cannot rename it away. Why not, otherwise.
+fn own_parent(system: &Path) -> Result<PathBuf, String> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let sys_meta = std::fs::metadata(system).map_err(|e| e.to_string())?;
+    let sticky = sys_meta.mode() & 0o1000 != 0;
+    if sys_meta.mode() & 0o022 != 0 && !sticky {
+        return Err("it is writable by others and not sticky".into());
+    }
+    let dir = user_parent(system);
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
+    }
+    // lstat: a symlink in its place is somebody else's doing, never followed.
+    let meta = std::fs::symlink_metadata(&dir).map_err(|e| e.to_string())?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    if !meta.is_dir() || meta.uid() != uid {
+        let what = if meta.is_symlink() {
+            "a symlink".to_string()
+        } else if !meta.is_dir() {
+            "not a directory".to_string()
+        } else {
+            format!("owned by uid {}", meta.uid())
+        };
+        return Err(format!(
+            "{} is {what}, not a directory of ours",
+            dir.display()
+        ));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(format!(
+            "{} is open to others (mode {:o})",
+            dir.display(),
+            meta.mode() & 0o7777
+        ));
+    }
+    Ok(dir)
 }
 
 /// The process a directory belongs to, as recorded in its name.

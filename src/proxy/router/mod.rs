@@ -164,6 +164,60 @@ fn enforcement_word(e: crate::sandbox::Enforcement) -> &'static str {
     }
 }
 
+/// Every layer of `jail` on the live log.
+fn note_jail(log: &CallLog, jail: &PreparedJail) {
+    for layer in &jail.report().layers {
+        log.note(&format!(
+            "jail {}: {} ({})",
+            layer.layer,
+            enforcement_word(layer.enforcement),
+            layer.detail
+        ));
+    }
+}
+
+/// Start the server under `jail`, and return the jail it runs under with the result.
+///
+/// The proxy's jails assume the kernel lets the server's child create its namespaces
+/// ([`crate::sandbox::JailOptions::assume_namespaces`]) rather than probing in throwaway
+/// children first. Where the kernel refuses one, that spawn fails before `exec`; the jail is then
+/// prepared again with the kernel probed, the server started under what the kernel allows (the
+/// live log shows the new layers), and the session's later jails are probed from the start.
+fn start_server(
+    launch: &mut Launch,
+    jail: PreparedJail,
+    scope: &Scope,
+    config: &mut ProxyConfig,
+    log: &CallLog,
+) -> (PreparedJail, std::io::Result<ServerChild>) {
+    let spawned = launch(&jail, config.max_line_bytes);
+    let refusal = match &spawned {
+        Err(_) => jail.namespace_refusal(),
+        Ok(_) => None,
+    };
+    let Some(why) = refusal else {
+        return (jail, spawned);
+    };
+    tracing::info!("jail: {why}; probing what this kernel allows and starting the server again");
+    log.note(&format!(
+        "jail: {why}; prepared again with the kernel probed (layers below)"
+    ));
+    config.jail.assume_namespaces = false;
+    match crate::sandbox::prepare(scope, &config.command, &config.cwd, &config.jail) {
+        Ok(probed) => {
+            note_jail(log, &probed);
+            let spawned = launch(&probed, config.max_line_bytes);
+            (probed, spawned)
+        }
+        Err(e) => (
+            jail,
+            Err(std::io::Error::other(format!(
+                "{why}; preparing the jail again with the kernel probed failed: {e}"
+            ))),
+        ),
+    }
+}
+
 /// Is the jail's filesystem layer fully enforced (so the kernel refuses any write the scope's
 /// write roots do not cover)?
 fn kernel_stops_writes(jail: &crate::sandbox::PreparedJail) -> bool {

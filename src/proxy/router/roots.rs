@@ -12,7 +12,7 @@ use super::super::integrity;
 use super::catalogue::Fetch;
 use super::client::is_listing;
 use super::records::Outcome;
-use super::{enforcement_word, kernel_stops_writes, Kind, Own, Pending, Router};
+use super::{kernel_stops_writes, Kind, Own, Pending, Router};
 use crate::policy::Scope;
 
 /// What the proxy knows of the client's roots and its own questions about them.
@@ -213,16 +213,15 @@ impl Router {
         let spawned = crate::sandbox::prepare(&scope, &cfg.command, &cfg.cwd, &cfg.jail)
             .map_err(|e| e.to_string())
             .and_then(|jail| {
-                for layer in &jail.report().layers {
-                    self.log.note(&format!(
-                        "jail {}: {} ({})",
-                        layer.layer,
-                        enforcement_word(layer.enforcement),
-                        layer.detail
-                    ));
-                }
-                let mut child =
-                    (self.launch)(&jail, cfg.max_line_bytes).map_err(|e| e.to_string())?;
+                super::note_jail(&self.log, &jail);
+                let (jail, spawned) = super::start_server(
+                    &mut self.launch,
+                    jail,
+                    &scope,
+                    &mut self.config,
+                    &self.log,
+                );
+                let mut child = spawned.map_err(|e| e.to_string())?;
                 super::adopt_egress_listener(self.egress.as_ref(), &jail);
                 child.jail = Some(jail);
                 Ok(child)

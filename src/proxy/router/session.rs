@@ -20,7 +20,7 @@ use super::super::{ProxyConfig, ProxyError};
 use super::catalogue::Catalogue;
 use super::outbox::{ClientOut, OUT_CLIENT_HIGH_WATER};
 use super::roots::{reap, Roots};
-use super::{enforcement_word, kernel_stops_writes, Launch, Router};
+use super::{kernel_stops_writes, note_jail, start_server, Launch, Router};
 use crate::policy::ResolveContext;
 
 /// How long, after the server exited, its stderr copy may take to reach the end of the pipe
@@ -126,14 +126,7 @@ where
     )
     .map_err(ProxyError::AuditLog)?;
     if log.live() {
-        for layer in &jail.report().layers {
-            log.note(&format!(
-                "jail {}: {} ({})",
-                layer.layer,
-                enforcement_word(layer.enforcement),
-                layer.detail
-            ));
-        }
+        note_jail(&log, &jail);
         if config.jail.disabled {
             log.note("WARNING: --no-jail: the server runs unconfined (diagnosis only)");
         }
@@ -152,7 +145,8 @@ where
             ));
         }
     }
-    let spawned = launch(&jail, config.max_line_bytes);
+    let scope = config.scope.clone();
+    let (jail, spawned) = start_server(&mut launch, jail, &scope, &mut config, &log);
 
     let (out, writer) = ClientOut::start(client_out);
     let counter = out.counter.clone();

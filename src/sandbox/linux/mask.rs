@@ -72,6 +72,18 @@ pub enum Namespaces {
     UserAndMount,
 }
 
+impl Namespaces {
+    /// What [`MaskPlan::enter`] will create here, without trying: a process with
+    /// `CAP_SYS_ADMIN` makes a mount namespace, any other a user namespace first.
+    pub fn expected() -> Namespaces {
+        if sys::has_cap_sys_admin() {
+            Namespaces::Mount
+        } else {
+            Namespaces::UserAndMount
+        }
+    }
+}
+
 impl fmt::Display for Namespaces {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -102,7 +114,14 @@ pub enum MaskStep {
 }
 
 impl MaskStep {
-    fn from_u8(b: u8) -> Option<Self> {
+    /// A step where the kernel refuses the namespaces or mounts themselves (a capability, a
+    /// sysctl, a security module), as opposed to a step that fails on one target: opening a
+    /// target or write grant that became a symlink is an attack on the plan, not a refusal.
+    pub fn is_refusal(self) -> bool {
+        !matches!(self, MaskStep::OpenTarget | MaskStep::OpenWritable)
+    }
+
+    pub fn from_u8(b: u8) -> Option<Self> {
         Some(match b {
             1 => MaskStep::Unshare,
             2 => MaskStep::Setgroups,

@@ -48,20 +48,32 @@ pub struct LinuxJail {
     net_ns: Option<u16>,
     /// Our end of the socket the latest child sends its namespace's listener over.
     egress_rx: std::sync::Mutex<Option<OwnedFd>>,
+    /// Set when the namespaces were assumed rather than probed: where the child writes which
+    /// one the kernel refused (see [`LinuxJail::namespace_refusal`]).
+    refusal: Option<std::sync::Arc<sys::SharedWord>>,
     report: Vec<LayerReport>,
     pub notes: Vec<String>,
 }
 
 impl LinuxJail {
-    /// `masks` come from [`mask_support`] having answered `Mounts`.
-    pub fn new(grants: &[Grant], masks: &[Mask], net: &NetRules) -> Result<Self, SandboxError> {
+    /// `masks` come from [`mask_support`] having answered `Mounts`. `assume_namespaces`: skip
+    /// the probes (each forks a throwaway child) and plan as if the kernel lets the server's
+    /// child create its namespaces; if it then does not, the spawn fails and
+    /// [`LinuxJail::namespace_refusal`] says why, so the caller can prepare again with probes.
+    pub fn new(
+        grants: &[Grant],
+        masks: &[Mask],
+        net: &NetRules,
+        assume_namespaces: bool,
+    ) -> Result<Self, SandboxError> {
         let abi = sys::landlock_abi();
         let (landlock, notes) = LandlockPlan::open(grants, net, abi)
             .map_err(|e| SandboxError::Prepare(e.to_string()))?;
         let mut report = landlock.report();
-        let (masks, metadata, pid_ns) = read_only_outside_writes(MaskPlan::new(masks)?, grants)?;
+        let (masks, metadata, pid_ns) =
+            read_only_outside_writes(MaskPlan::new(masks)?, grants, assume_namespaces)?;
         report.push(metadata);
-        let net_ns = egress_namespace(&masks, net, &mut report);
+        let net_ns = egress_namespace(&masks, net, &mut report, assume_namespaces);
 
         let seccomp = if sys::seccomp_filter_available() {
             let plan =
@@ -168,6 +180,12 @@ impl LinuxJail {
             },
         });
         report.push(pidns::layer(&pid_ns));
+        let refusal = match assume_namespaces && !masks.is_empty() {
+            true => Some(std::sync::Arc::new(sys::SharedWord::new().map_err(
+                |e| SandboxError::Prepare(format!("cannot map the spawn's status page: {e}")),
+            )?)),
+            false => None,
+        };
         Ok(LinuxJail {
             masks,
             landlock,
@@ -176,6 +194,7 @@ impl LinuxJail {
             pid_ns: pid_ns.is_ok(),
             net_ns,
             egress_rx: std::sync::Mutex::new(None),
+            refusal,
             report,
             notes,
         })
@@ -250,7 +269,11 @@ impl LinuxJail {
                 }
             }
         };
+        if let Some(word) = &self.refusal {
+            word.set(0);
+        }
         let plan = ChildPlan {
+            refusal: self.refusal.clone(),
             net_ns,
             masks: self.masks.clone(),
             cwd,
@@ -274,6 +297,8 @@ impl LinuxJail {
 
 /// Everything the child needs, prepared in the parent before the fork.
 struct ChildPlan {
+    /// With assumed namespaces: where to say which one the kernel refused.
+    refusal: Option<std::sync::Arc<sys::SharedWord>>,
     /// The egress port and the socket to send the namespace's listener over, or the errno
     /// that fails the spawn.
     net_ns: Result<Option<(u16, OwnedFd)>, i32>,
@@ -306,6 +331,7 @@ const DEV_NULL: &CStr = c"/dev/null";
 /// [`pidns`]).
 fn child_confine(plan: &ChildPlan) -> std::io::Result<()> {
     let ChildPlan {
+        refusal,
         net_ns,
         masks,
         cwd,
@@ -320,9 +346,12 @@ fn child_confine(plan: &ChildPlan) -> std::io::Result<()> {
     sys::die_with_parent(*parent)?;
     sys::stdio_off_terminals(DEV_NULL)?;
     if !masks.is_empty() {
-        masks
-            .enter()
-            .map_err(|f| std::io::Error::from_raw_os_error(f.errno))?;
+        masks.enter().map_err(|f| {
+            if f.step.is_refusal() {
+                tell_refusal(refusal, Refused::Mount, f.step as u8, f.index, f.errno);
+            }
+            std::io::Error::from_raw_os_error(f.errno)
+        })?;
         if let Some(cwd) = cwd {
             sys::chdir(cwd)?;
         }
@@ -331,13 +360,15 @@ fn child_confine(plan: &ChildPlan) -> std::io::Result<()> {
         Err(code) => return Err(std::io::Error::from_raw_os_error(*code)),
         // Needs CAP_SYS_ADMIN like the PID namespace, and comes before it, so the server's
         // init and every descendant live in it too.
-        Ok(Some((port, to_proxy))) => sys::enter_net_namespace(*port, to_proxy.as_fd())?,
+        Ok(Some((port, to_proxy))) => sys::enter_net_namespace(*port, to_proxy.as_fd())
+            .inspect_err(|e| tell_refusal(refusal, Refused::Net, 0, 0, errno_of(e)))?,
         Ok(None) => {}
     }
     if *pid_ns {
         // Needs CAP_SYS_ADMIN (root's, or the new user namespace's): before capabilities go,
         // and before the rules for `/proc/self`, which must name the process that will exec.
-        sys::enter_pid_namespace()?;
+        sys::enter_pid_namespace()
+            .inspect_err(|e| tell_refusal(refusal, Refused::Pid, 0, 0, errno_of(e)))?;
     }
     sys::lower_rlimit(sys::Limit::Core, 0)?;
     sys::lower_rlimit(sys::Limit::OpenFiles, OPEN_FILES_MAX)?;
@@ -375,14 +406,15 @@ fn child_confine(plan: &ChildPlan) -> std::io::Result<()> {
 
 /// Landlock does not mediate chmod, chown, utimes or xattr changes: outside the write grants,
 /// the mounts are made read-only in the server's own mount namespace (probed here in a
-/// throwaway child). Where the kernel refuses that, the class is reported as not enforced and
-/// only the masks (if any) are kept.
+/// throwaway child, or assumed: see [`LinuxJail::new`]). Where the kernel refuses that, the
+/// class is reported as not enforced and only the masks (if any) are kept.
 ///
 /// The same probe child tries the PID namespace ([`pidns`]) inside those namespaces; the third
 /// value says whether the server's child can create one, or why not.
 fn read_only_outside_writes(
     masks: MaskPlan,
     grants: &[Grant],
+    assume_namespaces: bool,
 ) -> Result<(MaskPlan, LayerReport, Result<(), String>), SandboxError> {
     let writable: Vec<std::path::PathBuf> = grants
         .iter()
@@ -409,7 +441,12 @@ fn read_only_outside_writes(
             Err("without seccomp the jail sets up no namespaces".into()),
         ));
     }
-    Ok(match plan.probe_then(&sys::try_pid_namespace) {
+    let probed = if assume_namespaces {
+        Ok((mask::Namespaces::expected(), Ok(())))
+    } else {
+        plan.probe_then(&sys::try_pid_namespace)
+    };
+    Ok(match probed {
         Ok((ns, pid_ns)) => (
             plan,
             LayerReport {
@@ -445,7 +482,12 @@ fn read_only_outside_writes(
 /// listener: a connection to any other address fails (ENETUNREACH), and the port-only Landlock
 /// rule no longer reaches other hosts. Probed in a throwaway child inside the same namespaces;
 /// where the kernel refuses, the port-only jail stays and its layer says so. Its port, if used.
-fn egress_namespace(masks: &MaskPlan, net: &NetRules, report: &mut [LayerReport]) -> Option<u16> {
+fn egress_namespace(
+    masks: &MaskPlan,
+    net: &NetRules,
+    report: &mut [LayerReport],
+    assume_namespaces: bool,
+) -> Option<u16> {
     let port = net.egress_port?;
     let why_not = if net.allow_all {
         return None;
@@ -454,7 +496,12 @@ fn egress_namespace(masks: &MaskPlan, net: &NetRules, report: &mut [LayerReport]
     } else if masks.is_empty() || !sys::seccomp_filter_available() {
         "the jail makes no namespaces here".to_string()
     } else {
-        match masks.probe_then(&sys::try_net_namespace) {
+        let probed = if assume_namespaces {
+            Ok((mask::Namespaces::expected(), Ok(())))
+        } else {
+            masks.probe_then(&sys::try_net_namespace)
+        };
+        match probed {
             Ok((_, Ok(()))) => {
                 if let Some(layer) = report.iter_mut().find(|l| l.layer == "landlock_net") {
                     layer.enforcement = Enforcement::Fully;
@@ -482,6 +529,64 @@ fn egress_namespace(masks: &MaskPlan, net: &NetRules, report: &mut [LayerReport]
     None
 }
 
+/// Which namespace the server's child could not create (see [`LinuxJail::namespace_refusal`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Refused {
+    Mount = 1,
+    Net,
+    Pid,
+}
+
+/// Written by the child, async-signal-safe: bit 63 set, the namespace, the mask step and index,
+/// and the errno, in one word.
+fn tell_refusal(
+    word: &Option<std::sync::Arc<sys::SharedWord>>,
+    what: Refused,
+    step: u8,
+    index: u32,
+    errno: i32,
+) {
+    if let Some(word) = word {
+        word.set(
+            1 << 63
+                | (what as u64) << 56
+                | u64::from(step) << 48
+                | u64::from(index & 0xffff) << 32
+                | u64::from(errno as u32),
+        );
+    }
+}
+
+fn errno_of(err: &std::io::Error) -> i32 {
+    err.raw_os_error().unwrap_or(libc::EIO)
+}
+
+impl LinuxJail {
+    /// After a spawn failed: the namespace the kernel refused the server's child, in words, when
+    /// the jail assumed it could be created (the caller then prepares the jail again with the
+    /// kernel probed). `None` when nothing was assumed or the failure was something else.
+    pub fn namespace_refusal(&self) -> Option<String> {
+        let word = self.refusal.as_ref()?.get();
+        if word >> 63 == 0 {
+            return None;
+        }
+        let errno = (word & 0xffff_ffff) as u32 as i32;
+        let err = std::io::Error::from_raw_os_error(errno);
+        Some(match (word >> 56) & 0x7f {
+            1 => {
+                let step = mask::MaskStep::from_u8(((word >> 48) & 0xff) as u8)
+                    .unwrap_or(mask::MaskStep::Unshare);
+                let index = ((word >> 32) & 0xffff) as u32;
+                self.masks
+                    .describe(mask::MaskFailure { step, index, errno })
+            }
+            2 => format!("creating the server's network namespace failed: {err}"),
+            _ => pidns::describe(errno),
+        })
+    }
+}
+
 /// Send `signal` to every process in session `sid` (the server's own session); how many.
 pub fn signal_session(sid: u32, signal: i32) -> usize {
     match libc::pid_t::try_from(sid) {
@@ -498,7 +603,11 @@ pub fn led_session(pid: u32) -> Option<u32> {
 
 /// Whether denied entries inside granted directories can be masked here (probed with `masks`
 /// themselves in a throwaway child), or why not.
-pub fn mask_support(masks: &[Mask], force_list_only: bool) -> Result<MaskSupport, SandboxError> {
+pub fn mask_support(
+    masks: &[Mask],
+    force_list_only: bool,
+    assume_namespaces: bool,
+) -> Result<MaskSupport, SandboxError> {
     if force_list_only {
         return Ok(MaskSupport::Unavailable {
             why: "masking was turned off (JailOptions::force_list_only_carve)".into(),
@@ -511,7 +620,13 @@ pub fn mask_support(masks: &[Mask], force_list_only: bool) -> Result<MaskSupport
                 .into(),
         });
     }
-    Ok(match MaskPlan::new(masks)?.probe() {
+    let plan = MaskPlan::new(masks)?;
+    let probed = if assume_namespaces {
+        Ok(mask::Namespaces::expected())
+    } else {
+        plan.probe()
+    };
+    Ok(match probed {
         Ok(ns) => MaskSupport::Mounts {
             how: format!("{ns}; mount, umount2 and the new mount API are denied by seccomp"),
         },

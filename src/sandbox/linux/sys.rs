@@ -1244,3 +1244,76 @@ pub fn recv_fd(sock: BorrowedFd<'_>) -> io::Result<Option<OwnedFd>> {
     }
     Ok(None)
 }
+
+/// Whether this process holds `CAP_SYS_ADMIN` in its effective set: it can then create a mount
+/// namespace by itself (otherwise the jail creates a user namespace first).
+pub fn has_cap_sys_admin() -> bool {
+    const CAP_SYS_ADMIN: u32 = 21;
+    let mut header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: `header` and `data` are the v3 structures capget expects (two data words).
+    if unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) } != 0 {
+        return false;
+    }
+    data[0].effective & (1 << CAP_SYS_ADMIN) != 0
+}
+
+/// One word of memory shared with every process forked after it was made (`MAP_SHARED`): how a
+/// child between `fork` and `exec` tells the parent *which* step failed, which the errno the
+/// spawner passes back cannot say. Zero until a child writes.
+#[derive(Debug)]
+pub struct SharedWord {
+    word: std::ptr::NonNull<std::sync::atomic::AtomicU64>,
+}
+
+// SAFETY: the mapping is only accessed through an atomic, and lives until Drop.
+unsafe impl Send for SharedWord {}
+// SAFETY: as above.
+unsafe impl Sync for SharedWord {}
+
+impl SharedWord {
+    pub fn new() -> io::Result<Self> {
+        // SAFETY: a fresh anonymous shared mapping of one page; no pointer argument.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let word = std::ptr::NonNull::new(ptr.cast::<std::sync::atomic::AtomicU64>())
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOMEM))?;
+        Ok(SharedWord { word })
+    }
+
+    /// Async-signal-safe (a plain atomic store).
+    pub fn set(&self, value: u64) {
+        // SAFETY: the page is mapped, zero-initialised and aligned for an AtomicU64.
+        unsafe { self.word.as_ref() }.store(value, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn get(&self) -> u64 {
+        // SAFETY: as for `set`.
+        unsafe { self.word.as_ref() }.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for SharedWord {
+    fn drop(&mut self) {
+        // SAFETY: the page mapped in `new`, unmapped once.
+        unsafe { libc::munmap(self.word.as_ptr().cast(), 4096) };
+    }
+}
