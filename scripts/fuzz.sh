@@ -39,9 +39,18 @@ for target in "${TARGETS[@]}"; do
     # -jobs makes libFuzzer fork workers that log to fuzz-N.log: only when asked for more than one.
     parallel=()
     if [ "$JOBS" -gt 1 ]; then parallel=(-jobs="$JOBS" -workers="$JOBS"); fi
-    cargo +nightly fuzz run "$target" "$corpus" "fuzz/regressions/$target" -- \
+    # /usr/bin/time reports the CPU the fuzzer used (its waited-for children included): the
+    # campaign's unit is CPU time, which a loaded machine gives less of than wall time.
+    cpu_file=$(mktemp)
+    /usr/bin/time -f "%U %S" -o "$cpu_file" \
+        cargo +nightly fuzz run "$target" "$corpus" "fuzz/regressions/$target" -- \
         -max_total_time="$SECONDS_PER_TARGET" "${parallel[@]}" \
         -print_final_stats=1 -timeout=10 -rss_limit_mb=4096
+    cpu=$(awk '{printf "%d", $1 + $2}' "$cpu_file")
+    rm -f "$cpu_file"
+    # The ledger of every campaign run (fuzz/CAMPAIGN.md sums it per target).
+    printf '%s\t%s\t%s\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$target" "$cpu" >> fuzz/campaign.tsv
+    echo "fuzz.sh: $target used ${cpu} CPU seconds" >&2
     echo "fuzz.sh: minimising $corpus" >&2
     # A greedy set cover over edges (not hit counts) keeps the committed corpus to tens or
     # hundreds of files per target; every edge the run reached stays covered.

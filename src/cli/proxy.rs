@@ -206,8 +206,6 @@ pub fn resolve_settings(
         )
     })?;
     let mut scope = derived.scope;
-    // Compiled beside the rest of the start-up rather than in its path (or the first call's).
-    crate::sandbox::precompile_deny(&scope, home.clone());
     let mut allow_domains = std::mem::take(&mut scope.net.allow_domains);
     for rule in &args.allow_domain {
         if !allow_domains.contains(rule) {

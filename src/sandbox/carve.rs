@@ -54,8 +54,7 @@ const WALK_SKIP: &[&str] = &[
 ];
 
 /// Compile deny patterns; `~` and `$HOME` are expanded. Bad patterns are reported and skipped.
-/// Compiled once per process (see [`crate::policy::globs`]): the proxy has usually compiled
-/// them on a background thread by the time the jail is prepared ([`super::precompile_deny`]).
+/// Compiled once per process (see [`crate::policy::globs`]): a respawn's jail reuses the set.
 pub fn deny_set(
     patterns: &[String],
     home: Option<&Path>,

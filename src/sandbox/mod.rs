@@ -184,26 +184,6 @@ pub struct PreparedJail {
     tmp: Option<tmpdir::PrivateTmp>,
 }
 
-/// Compile `scope`'s deny list, in both the forms the proxy's checks and the jail use, on a
-/// background thread: the first of them to need one finds it ready or waits for this build (see
-/// [`crate::policy::globs`]). `home` is the user's home directory (the jail expands `~` with
-/// it). Fire and forget: a build that fails is reported by whoever needs the set.
-pub fn precompile_deny(scope: &Scope, home: Option<PathBuf>) {
-    if scope.deny.is_empty() {
-        return;
-    }
-    let patterns = scope.deny.clone();
-    let spawned = std::thread::Builder::new()
-        .name("mcpjail-globs".into())
-        .spawn(move || {
-            carve::deny_set(&patterns, home.as_deref(), &mut Vec::new());
-            let _ = crate::policy::scope::compiled_deny_set(&patterns);
-        });
-    if let Err(e) = spawned {
-        tracing::debug!("deny patterns compiled when first needed: no thread ({e})");
-    }
-}
-
 /// Build the jail for `command` (program + args) run in `cwd` under `scope`.
 pub fn prepare(
     scope: &Scope,

@@ -483,10 +483,8 @@ pub fn cap_last_cap() -> u32 {
         .unwrap_or(63)
 }
 
-/// Drop every capability: the bounding set (when the process may: `CAP_SETPCAP`), the ambient
-/// set, and the effective, permitted and inheritable sets. After this (and with no_new_privs)
-/// not even uid 0 regains a capability at `exec`. Async-signal-safe.
-pub fn drop_all_capabilities(last_cap: u32) -> io::Result<()> {
+/// The effective capabilities numbered below 32 (`capget`, v3). Async-signal-safe.
+fn effective_caps_low() -> io::Result<u32> {
     let mut header = CapHeader {
         version: LINUX_CAPABILITY_VERSION_3,
         pid: 0,
@@ -500,7 +498,14 @@ pub fn drop_all_capabilities(last_cap: u32) -> io::Result<()> {
     if unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    if data[0].effective & (1 << CAP_SETPCAP) != 0 {
+    Ok(data[0].effective)
+}
+
+/// Drop every capability: the bounding set (when the process may: `CAP_SETPCAP`), the ambient
+/// set, and the effective, permitted and inheritable sets. After this (and with no_new_privs)
+/// not even uid 0 regains a capability at `exec`. Async-signal-safe.
+pub fn drop_all_capabilities(last_cap: u32) -> io::Result<()> {
+    if effective_caps_low()? & (1 << CAP_SETPCAP) != 0 {
         for cap in 0..=last_cap {
             // SAFETY: prctl with integer arguments only.
             let rc = unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) };
@@ -527,8 +532,10 @@ pub fn drop_all_capabilities(last_cap: u32) -> io::Result<()> {
         permitted: 0,
         inheritable: 0,
     }; 2];
-    header.version = LINUX_CAPABILITY_VERSION_3;
-    header.pid = 0;
+    let header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
     // SAFETY: as for capget; the kernel only reads `zero`.
     if unsafe { libc::syscall(libc::SYS_capset, &header, zero.as_ptr()) } != 0 {
         return Err(io::Error::last_os_error());
@@ -1249,20 +1256,7 @@ pub fn recv_fd(sock: BorrowedFd<'_>) -> io::Result<Option<OwnedFd>> {
 /// namespace by itself (otherwise the jail creates a user namespace first).
 pub fn has_cap_sys_admin() -> bool {
     const CAP_SYS_ADMIN: u32 = 21;
-    let mut header = CapHeader {
-        version: LINUX_CAPABILITY_VERSION_3,
-        pid: 0,
-    };
-    let mut data = [CapData {
-        effective: 0,
-        permitted: 0,
-        inheritable: 0,
-    }; 2];
-    // SAFETY: `header` and `data` are the v3 structures capget expects (two data words).
-    if unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) } != 0 {
-        return false;
-    }
-    data[0].effective & (1 << CAP_SYS_ADMIN) != 0
+    effective_caps_low().is_ok_and(|caps| caps & (1 << CAP_SYS_ADMIN) != 0)
 }
 
 /// One word of memory shared with every process forked after it was made (`MAP_SHARED`): how a
