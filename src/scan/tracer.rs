@@ -10,7 +10,7 @@
 //! At each seccomp stop the tracer reads the path arguments from the tracee's memory
 //! (`process_vm_readv`), notes the cwd or dirfd they are relative to (`/proc/<tid>/cwd`,
 //! `/proc/<tid>/fd/<n>`) and the current phase (start-up or call N); it resumes with
-//! `PTRACE_SYSCALL` to see the result at syscall exit. An attempt the safety jail refuses is
+//! `PTRACE_SYSCALL` to see the result at syscall exit (for an exec, after its exec event stop). An attempt the safety jail refuses is
 //! still recorded (Landlock refuses after the seccomp stop). A call the jail's own seccomp layer
 //! refuses with an error (e.g. `connect` to a named UNIX socket with the network off) never
 //! reaches this filter: seccomp returns the most restrictive action of all filters.
@@ -569,8 +569,15 @@ mod imp {
                     None => resume(tid, libc::PTRACE_CONT, 0),
                 }
             } else if sig == libc::SIGTRAP && event != 0 {
-                // fork / vfork / clone / exec events: the new tracee is auto-attached.
-                resume(tid, libc::PTRACE_CONT, 0);
+                // fork / vfork / clone / exec events: the new tracee is auto-attached. The exec
+                // event stops inside the traced execve: resuming with PTRACE_CONT would cancel
+                // its syscall-exit stop, and with it the exec's result.
+                let request = if pending.contains_key(&tid) {
+                    libc::PTRACE_SYSCALL
+                } else {
+                    libc::PTRACE_CONT
+                };
+                resume(tid, request, 0);
             } else if event == PTRACE_EVENT_STOP {
                 // A new tracee's first stop, or a group stop: keep it running.
                 resume(tid, libc::PTRACE_CONT, 0);
