@@ -3,7 +3,9 @@
 //! reads 1000 small files (the worst case: almost nothing but traced opens), and
 //! `@modelcontextprotocol/server-filesystem` (from `.test-env`) reading 200 files with
 //! `read_multiple_files`. The budget is ≤ 2× (`cargo bench --bench scan`;
-//! `MCPJAIL_BENCH_ITERS`).
+//! `MCPJAIL_BENCH_ITERS`). The traced server gets the scope hint the scan passes (the files
+//! lie in its scope, so their reads skip the syscall-exit stop); `MCPJAIL_BENCH_NO_HINT=1`
+//! traces every access in full.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -63,6 +65,7 @@ fn main() {
     rt.block_on(compare(
         "python fixture, 1000 opens",
         &py,
+        root.path(),
         "list_directory",
         json!({"path": "."}),
         iters,
@@ -85,6 +88,7 @@ fn main() {
         rt.block_on(compare(
             "server-filesystem read_multiple_files, 200 files",
             &node,
+            root.path(),
             "read_multiple_files",
             json!({ "paths": paths }),
             iters,
@@ -97,6 +101,7 @@ fn main() {
 async fn compare(
     label: &str,
     server: &[String],
+    scope: &Path,
     tool: &str,
     args: serde_json::Value,
     iters: usize,
@@ -106,7 +111,11 @@ async fn compare(
     let stdout = tokio::process::ChildStdout::from_std(child.stdout.take().unwrap()).unwrap();
     let mut plain: Client = McpClient::new(stdin, stdout, vec![]);
     plain.initialize(Duration::from_secs(30)).await.unwrap();
-    let mut traced = mcpjail::scan::tracer::spawn_traced(command(server)).unwrap();
+    // The scan's hint: both servers' files lie in their scope directory
+    // (`MCPJAIL_BENCH_NO_HINT=1`: every access traced in full, for comparison).
+    let hint = std::env::var_os("MCPJAIL_BENCH_NO_HINT").is_none();
+    let mut traced =
+        mcpjail::scan::tracer::spawn_traced(command(server), hint.then_some(scope)).unwrap();
     let stdin = tokio::process::ChildStdin::from_std(traced.child_stdin.take().unwrap()).unwrap();
     let stdout =
         tokio::process::ChildStdout::from_std(traced.child_stdout.take().unwrap()).unwrap();

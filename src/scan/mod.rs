@@ -290,17 +290,19 @@ async fn collect_stderr(s: Option<std::process::ChildStderr>) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
+/// `scope`: the declared scope, the tracer's hint (in-scope reads skip the exit stop).
 fn start_traced(
     mut cmd: std::process::Command,
     jail: Option<crate::sandbox::PreparedJail>,
     roots: Vec<PathBuf>,
+    scope: &Path,
 ) -> Result<Session, ScanError> {
     cmd.stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     {
-        let mut traced = tracer::spawn_traced(cmd).map_err(ScanError::Spawn)?;
+        let mut traced = tracer::spawn_traced(cmd, Some(scope)).map_err(ScanError::Spawn)?;
         let missing = || ScanError::Spawn(std::io::Error::other("the server's stdio is not piped"));
         let stdin = traced.child_stdin.take().ok_or_else(missing)?;
         let stdout = traced.child_stdout.take().ok_or_else(missing)?;
@@ -316,7 +318,7 @@ fn start_traced(
     }
     #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
     {
-        let _ = (cmd, jail, roots);
+        let _ = (cmd, jail, roots, scope);
         Err(ScanError::Unsupported)
     }
 }
@@ -470,7 +472,7 @@ async fn scan_full(opts: &ScanOptions, progress: &mut dyn Progress) -> Result<Fu
     let start_session = || -> Result<Session, ScanError> {
         let jail = crate::sandbox::prepare_with_env(&safety, &argv, &sb.scope, &jail_opts, &env)?;
         let cmd = jail.command().into_std();
-        start_traced(cmd, Some(jail), vec![sb.scope.clone()])
+        start_traced(cmd, Some(jail), vec![sb.scope.clone()], &sb.scope)
     };
 
     let mut session = start_session()?;
@@ -717,7 +719,7 @@ async fn run_jail_pass(
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
         .env("MCPJAIL_LOG", "warn");
-    let mut session = match start_traced(cmd, None, vec![sb.scope.clone()]) {
+    let mut session = match start_traced(cmd, None, vec![sb.scope.clone()], &sb.scope) {
         Ok(s) => s,
         Err(e) => {
             pass.error = Some(e.to_string());

@@ -10,7 +10,7 @@
 //! At each seccomp stop the tracer reads the path arguments from the tracee's memory
 //! (`process_vm_readv`), notes the cwd or dirfd they are relative to (`/proc/<tid>/cwd`,
 //! `/proc/<tid>/fd/<n>`) and the current phase (start-up or call N); it resumes with
-//! `PTRACE_SYSCALL` to see the result at syscall exit. An attempt the safety jail refuses is
+//! `PTRACE_SYSCALL` to see the result at syscall exit (for an exec, after its exec event stop). An attempt the safety jail refuses is
 //! still recorded (Landlock refuses after the seccomp stop). A call the jail's own seccomp layer
 //! refuses with an error (e.g. `connect` to a named UNIX socket with the network off) never
 //! reaches this filter: seccomp returns the most restrictive action of all filters.
@@ -19,6 +19,25 @@
 //! a shared list. A tracee stops synchronously at each traced syscall and the record is stored
 //! before it is resumed, so by the time the server answers a call every access that call made
 //! is already in the list.
+//!
+//! **Scope hint.** Each stop costs a few microseconds of kernel work and two context switches,
+//! which on a file-heavy call outweighs the file work itself. The scan passes its declared
+//! scope directory as a hint, and one kind of access skips the syscall-exit stop: an `open`,
+//! `openat` or `openat2` *for reading* (no write access mode, no `O_CREAT`/`O_TRUNC`) whose
+//! absolute path (as joined above) lies, lexically, under the scope and exists with no symlink
+//! at all on the way — checked at entry with one `openat2(O_PATH, RESOLVE_NO_SYMLINKS)` of that
+//! path. Such an access is recorded at entry with its path (the lexical path is then the real
+//! one) and `result_skipped`, its result not recorded ("not recorded: in scope"); the tracee is
+//! resumed with `PTRACE_CONT`. Nothing the scan decides depends on that result: an in-scope
+//! access is never a violation, and only a *modifying* in-scope access that succeeded matters
+//! (the scope is then reset), which is never skipped. Everything else keeps both stops and its result: writes and creations in scope,
+//! out-of-scope paths, names that go through a symlink (even one that stays inside), missing
+//! names, execs, network calls, anything whose path cannot be read or joined. Limit: the check
+//! and the kernel's own lookup are two lookups; another thread of the server that swaps the
+//! path's memory or plants a symlink in between could make a read look in scope. The jail
+//! still refuses whatever lies outside its grants, and a full trace has the same race for a
+//! failed open (its path is resolved after the fact), but such a refused attempt would then
+//! not be evidence.
 //!
 //! x86_64 only (syscall numbers and registers); elsewhere [`supported`] is false.
 
@@ -69,8 +88,14 @@ pub struct Access {
     /// (`/proc/<tid>/fd/<n>`), otherwise the deepest existing ancestor canonicalized.
     pub resolved: PathBuf,
     /// The syscall's return value: `>= 0` success, `< 0` `-errno`; `None` if the tracee never
-    /// returned from it (killed, or a successful exec of another thread).
+    /// returned from it (killed, or a successful exec of another thread), or if the result was
+    /// not recorded ([`Access::result_skipped`]).
     pub result: Option<i64>,
+    /// The result was not recorded because it cannot change a verdict: a read of a path that
+    /// resolved, without a symlink, inside the scope hint (see the module doc). Serialized
+    /// only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub result_skipped: bool,
 }
 
 impl Access {
@@ -80,6 +105,9 @@ impl Access {
 
     /// `ok`, or the errno name (`EACCES`, `ENOENT`, ...).
     pub fn result_text(&self) -> String {
+        if self.result_skipped {
+            return "not recorded: in scope".into();
+        }
         match self.result {
             None => "no return".into(),
             Some(r) if r >= 0 => "ok".into(),
@@ -138,7 +166,8 @@ mod imp {
     use super::*;
     use std::collections::HashMap;
     use std::io;
-    use std::os::fd::{AsRawFd, OwnedFd};
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
     use std::os::unix::process::CommandExt;
     use std::process::Child;
     use std::sync::mpsc;
@@ -289,10 +318,88 @@ mod imp {
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(io::Error::from)
     }
 
+    /// The scope hint: the scope directory, canonicalized once.
+    struct ScopeHint {
+        root: PathBuf,
+    }
+
+    impl ScopeHint {
+        fn open(scope: &Path) -> Option<ScopeHint> {
+            let root = std::fs::canonicalize(scope).ok()?;
+            Some(ScopeHint { root })
+        }
+
+        /// `path` (absolute, as the tracee named it, made lexical) if it lies inside the scope
+        /// and exists with no symlink at all on the way from `/`: the name is then the object,
+        /// and a read of it cannot change a verdict. One `openat2(O_PATH,
+        /// RESOLVE_NO_SYMLINKS)` of the path decides (from `/`, not from a descriptor of the
+        /// scope held open: the server may rename the scope directory itself); any failure (a
+        /// symlink, a missing name, a file used as a directory, an old kernel) answers `None`.
+        fn plain_inside(&self, path: &Path) -> Option<PathBuf> {
+            if !path.is_absolute() {
+                return None;
+            }
+            // Without symlinks on the way, the lexical path is the real one.
+            let mut lexical = PathBuf::from("/");
+            for c in path.components() {
+                match c {
+                    Component::ParentDir => {
+                        lexical.pop();
+                    }
+                    Component::Normal(n) => lexical.push(n),
+                    _ => {}
+                }
+            }
+            if !lexical.starts_with(&self.root) {
+                return None;
+            }
+            let name = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+            let how = OpenHow {
+                flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
+                mode: 0,
+                resolve: RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+            };
+            // SAFETY: `name` is NUL-terminated and `how` a valid open_how; both outlive the
+            // call, which only reads them.
+            let fd = unsafe {
+                libc::syscall(
+                    libc::SYS_openat2,
+                    libc::AT_FDCWD,
+                    name.as_ptr(),
+                    &how as *const OpenHow,
+                    std::mem::size_of::<OpenHow>(),
+                )
+            };
+            if fd < 0 {
+                return None;
+            }
+            // SAFETY: the kernel just returned this descriptor to us; nothing else owns it.
+            drop(unsafe { OwnedFd::from_raw_fd(fd as i32) });
+            Some(lexical)
+        }
+    }
+
+    /// `struct open_how` (uapi `linux/openat2.h`).
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+
     /// Spawn `cmd` (stdio must be piped by the caller) under the tracer. The child-side hook is
     /// added after any the command already has (the jail's), so the filter is installed inside
     /// the jail and the jail's own setup is not traced.
-    pub fn spawn_traced(mut cmd: std::process::Command) -> io::Result<Traced> {
+    ///
+    /// `scope`: the scan's declared scope directory, a hint that lets reads inside it skip the
+    /// syscall-exit stop (see the module doc); `None` traces every access in full.
+    pub fn spawn_traced(
+        mut cmd: std::process::Command,
+        scope: Option<&Path>,
+    ) -> io::Result<Traced> {
+        let scope = scope.and_then(ScopeHint::open);
         let (pid_r, pid_w) = pipe()?;
         let (go_r, go_w) = pipe()?;
         let prog = filter();
@@ -336,7 +443,7 @@ mod imp {
         let (attached_tx, attached_rx) = mpsc::channel::<io::Result<()>>();
         let tracer = std::thread::Builder::new()
             .name("mcpjail-scan-tracer".into())
-            .spawn(move || tracer_main(pid_r, go_w, tracer_log, attached_tx))?;
+            .spawn(move || tracer_main(pid_r, go_w, tracer_log, scope, attached_tx))?;
 
         // The keeper spawns the child and lives as long as it: the jail makes the child die with
         // its parent *thread*.
@@ -420,6 +527,7 @@ mod imp {
         pid_r: OwnedFd,
         go_w: OwnedFd,
         log: Arc<TraceLog>,
+        scope: Option<ScopeHint>,
         attached: mpsc::Sender<io::Result<()>>,
     ) {
         let mut buf = [0u8; 4];
@@ -459,7 +567,7 @@ mod imp {
         drop(go_w);
         drop(pid_r);
         let _ = attached.send(Ok(()));
-        trace_loop(&log);
+        trace_loop(&log, scope.as_ref());
     }
 
     /// Put the tracer thread and the server (and, by inheritance, every thread and process it
@@ -526,9 +634,12 @@ mod imp {
         accesses: Vec<Access>,
         /// Whether the return value is a descriptor for the (single) path.
         returns_fd: bool,
+        /// Whether the result is recorded (a syscall-exit stop); `false` only for an in-scope
+        /// read (see [`ScopeHint::plain_inside`]), whose access is complete at entry.
+        exit: bool,
     }
 
-    fn trace_loop(log: &TraceLog) {
+    fn trace_loop(log: &TraceLog, scope: Option<&ScopeHint>) {
         let mut pending: HashMap<i32, Pending> = HashMap::new();
         loop {
             let mut status: i32 = 0;
@@ -561,16 +672,30 @@ mod imp {
                 }
                 resume(tid, libc::PTRACE_CONT, 0);
             } else if sig == libc::SIGTRAP && event == libc::PTRACE_EVENT_SECCOMP {
-                match regs(tid).and_then(|r| entry(tid, &r, log)) {
-                    Some(p) => {
+                match regs(tid).and_then(|r| entry(tid, &r, log, scope)) {
+                    Some(p) if p.exit => {
                         pending.insert(tid, p);
                         resume(tid, libc::PTRACE_SYSCALL, 0);
+                    }
+                    Some(p) => {
+                        // Stored while the tracee is stopped, as at an exit stop.
+                        for a in p.accesses {
+                            log.push(a);
+                        }
+                        resume(tid, libc::PTRACE_CONT, 0);
                     }
                     None => resume(tid, libc::PTRACE_CONT, 0),
                 }
             } else if sig == libc::SIGTRAP && event != 0 {
-                // fork / vfork / clone / exec events: the new tracee is auto-attached.
-                resume(tid, libc::PTRACE_CONT, 0);
+                // fork / vfork / clone / exec events: the new tracee is auto-attached. The exec
+                // event stops inside the traced execve: resuming with PTRACE_CONT would cancel
+                // its syscall-exit stop, and with it the exec's result.
+                let request = if pending.contains_key(&tid) {
+                    libc::PTRACE_SYSCALL
+                } else {
+                    libc::PTRACE_CONT
+                };
+                resume(tid, request, 0);
             } else if event == PTRACE_EVENT_STOP {
                 // A new tracee's first stop, or a group stop: keep it running.
                 resume(tid, libc::PTRACE_CONT, 0);
@@ -696,6 +821,7 @@ mod imp {
             path,
             resolved: joined,
             result: None,
+            result_skipped: false,
         }
     }
 
@@ -710,7 +836,41 @@ mod imp {
         }
     }
 
-    fn entry(tid: i32, r: &libc::user_regs_struct, log: &TraceLog) -> Option<Pending> {
+    /// An open: its access, with the exit stop skipped for an in-scope read.
+    fn open_access(
+        log: &TraceLog,
+        tid: i32,
+        name: &'static str,
+        kind: AccessKind,
+        p: (String, PathBuf),
+        scope: Option<&ScopeHint>,
+    ) -> Option<Pending> {
+        let mut a = access(log, tid, name, kind, p);
+        let inside = match scope {
+            Some(s) if kind == AccessKind::Read => s.plain_inside(&a.resolved),
+            _ => None,
+        };
+        let exit = match inside {
+            Some(resolved) => {
+                a.resolved = resolved;
+                a.result_skipped = true;
+                false
+            }
+            None => true,
+        };
+        Some(Pending {
+            accesses: vec![a],
+            returns_fd: true,
+            exit,
+        })
+    }
+
+    fn entry(
+        tid: i32,
+        r: &libc::user_regs_struct,
+        log: &TraceLog,
+        scope: Option<&ScopeHint>,
+    ) -> Option<Pending> {
         let nr = r.orig_rax as i64;
         let name = syscall_name(nr);
         let cwd = libc::AT_FDCWD as i64;
@@ -719,6 +879,7 @@ mod imp {
             Some(Pending {
                 accesses: vec![access(log, tid, name, kind, p)],
                 returns_fd: false,
+                exit: true,
             })
         };
         let two = |k1, p1, k2, p2| {
@@ -728,44 +889,35 @@ mod imp {
                     access(log, tid, name, k2, p2),
                 ],
                 returns_fd: false,
+                exit: true,
             })
         };
         match nr {
-            libc::SYS_open => Some(Pending {
-                accesses: vec![access(
-                    log,
-                    tid,
-                    name,
-                    open_kind(a1),
-                    path_arg(tid, cwd, a0),
-                )],
-                returns_fd: true,
-            }),
-            libc::SYS_openat => Some(Pending {
-                accesses: vec![access(
-                    log,
-                    tid,
-                    name,
-                    open_kind(a2),
-                    path_arg(tid, a0 as i64, a1),
-                )],
-                returns_fd: true,
-            }),
+            libc::SYS_open => {
+                open_access(log, tid, name, open_kind(a1), path_arg(tid, cwd, a0), scope)
+            }
+            libc::SYS_openat => open_access(
+                log,
+                tid,
+                name,
+                open_kind(a2),
+                path_arg(tid, a0 as i64, a1),
+                scope,
+            ),
             libc::SYS_openat2 => {
                 let mut how = [0u8; 8];
                 let flags = read_mem(tid, a2, &mut how)
-                    .map(|_| u64::from_ne_bytes(how))
-                    .unwrap_or(0);
-                Some(Pending {
-                    accesses: vec![access(
-                        log,
-                        tid,
-                        name,
-                        open_kind(flags),
-                        path_arg(tid, a0 as i64, a1),
-                    )],
-                    returns_fd: true,
-                })
+                    .filter(|n| *n == how.len())
+                    .map(|_| u64::from_ne_bytes(how));
+                open_access(
+                    log,
+                    tid,
+                    name,
+                    open_kind(flags.unwrap_or(0)),
+                    path_arg(tid, a0 as i64, a1),
+                    // Flags not read: never taken for a read.
+                    scope.filter(|_| flags.is_some()),
+                )
             }
             libc::SYS_creat => Some(Pending {
                 accesses: vec![access(
@@ -776,6 +928,7 @@ mod imp {
                     path_arg(tid, cwd, a0),
                 )],
                 returns_fd: true,
+                exit: true,
             }),
             libc::SYS_execve => one(AccessKind::Exec, path_arg(tid, cwd, a0)),
             libc::SYS_execveat => one(AccessKind::Exec, path_arg(tid, a0 as i64, a1)),
@@ -977,6 +1130,99 @@ mod tests {
             resolve_nofollow(&root.join("scope/link/z")),
             root.join("out/z")
         );
+    }
+
+    /// Runs `cat` on four files and a write into the scope, traced with `scope` as the hint.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    fn trace_cat(scope: Option<&Path>, files: &[&Path], write: &Path) -> Vec<Access> {
+        use std::io::Read;
+        let mut cmd = std::process::Command::new("/bin/sh");
+        cmd.arg("-c")
+            .arg(r#"cat "$1" "$2" "$3" "$4" 2>/dev/null; echo x > "$5""#)
+            .arg("sh")
+            .args(files)
+            .arg(write)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        let mut traced = spawn_traced(cmd, scope).expect("spawn traced");
+        let log = traced.log.clone();
+        let mut out = String::new();
+        let _ = traced
+            .child_stdout
+            .take()
+            .expect("stdout piped")
+            .read_to_string(&mut out);
+        traced.finish();
+        log.snapshot()
+    }
+
+    /// The open of `p` (as passed) that `cat` or the shell made.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    fn open_of<'a>(accesses: &'a [Access], p: &Path) -> &'a Access {
+        let shown = p.display().to_string();
+        let found = accesses
+            .iter()
+            .find(|a| a.syscall.starts_with("open") && a.path == shown);
+        found.unwrap_or_else(|| panic!("no open of {shown} in {accesses:#?}"))
+    }
+
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    #[test]
+    fn the_scope_hint_skips_only_plain_in_scope_reads() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = std::fs::canonicalize(dir.path()).expect("canonical tempdir");
+        let scope = root.join("scope");
+        std::fs::create_dir_all(scope.join("sub")).expect("mkdir");
+        std::fs::write(scope.join("sub/in.txt"), "in\n").expect("write");
+        let outside = root.join("outside.txt");
+        std::fs::write(&outside, "out\n").expect("write");
+        std::os::unix::fs::symlink(&outside, scope.join("link.txt")).expect("symlink");
+        let in_file = scope.join("sub/../sub/in.txt");
+        let link = scope.join("link.txt");
+        let missing = scope.join("missing.txt");
+        let written = scope.join("written.txt");
+        let files = [in_file.as_path(), &outside, &link, &missing];
+
+        let hinted = trace_cat(Some(&scope), &files, &written);
+        // In scope, no symlink on the way: recorded with its path, the result not.
+        let a = open_of(&hinted, &in_file);
+        assert_eq!(a.kind, AccessKind::Read);
+        assert_eq!(a.resolved, scope.join("sub/in.txt"));
+        assert!(a.result_skipped);
+        assert_eq!(a.result, None);
+        assert_eq!(a.result_text(), "not recorded: in scope");
+        // Out of scope: the result is recorded.
+        let a = open_of(&hinted, &outside);
+        assert!(!a.result_skipped);
+        assert!(a.succeeded(), "{a:?}");
+        assert_eq!(a.resolved, outside);
+        // Named in scope, resolves outside through a symlink: traced in full, and resolved
+        // to the file actually opened.
+        let a = open_of(&hinted, &link);
+        assert!(!a.result_skipped);
+        assert!(a.succeeded(), "{a:?}");
+        assert_eq!(a.resolved, outside);
+        // A missing in-scope name keeps its result.
+        let a = open_of(&hinted, &missing);
+        assert!(!a.result_skipped);
+        assert_eq!(a.result, Some(-(libc::ENOENT as i64)));
+        // A write in scope keeps its result (the scan resets a scope a call changed).
+        let a = open_of(&hinted, &written);
+        assert!(a.kind.modifies());
+        assert!(!a.result_skipped);
+        assert!(a.succeeded(), "{a:?}");
+        // Execs are never skipped.
+        assert!(hinted
+            .iter()
+            .any(|a| a.kind == AccessKind::Exec && a.result.is_some()));
+
+        // Without the hint every result is recorded.
+        let full = trace_cat(None, &files, &written);
+        let a = open_of(&full, &in_file);
+        assert!(!a.result_skipped);
+        assert!(a.succeeded(), "{a:?}");
+        assert_eq!(a.resolved, scope.join("sub/in.txt"));
     }
 
     #[test]
