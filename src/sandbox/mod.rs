@@ -28,6 +28,10 @@ mod tmpdir;
 
 #[cfg(target_os = "linux")]
 mod linux;
+/// `openat2(O_PATH, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)`, with no fallback (`ENOSYS`
+/// before Linux 5.6): the scan tracer's in-scope check.
+#[cfg(target_os = "linux")]
+pub(crate) use linux::sys::openat2_no_symlinks as open_without_symlinks;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -166,7 +166,7 @@ mod imp {
     use super::*;
     use std::collections::HashMap;
     use std::io;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::fd::{AsRawFd, OwnedFd};
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::process::CommandExt;
     use std::process::Child;
@@ -354,40 +354,11 @@ mod imp {
                 return None;
             }
             let name = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-            let how = OpenHow {
-                flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
-                mode: 0,
-                resolve: RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-            };
-            // SAFETY: `name` is NUL-terminated and `how` a valid open_how; both outlive the
-            // call, which only reads them.
-            let fd = unsafe {
-                libc::syscall(
-                    libc::SYS_openat2,
-                    libc::AT_FDCWD,
-                    name.as_ptr(),
-                    &how as *const OpenHow,
-                    std::mem::size_of::<OpenHow>(),
-                )
-            };
-            if fd < 0 {
-                return None;
-            }
-            // SAFETY: the kernel just returned this descriptor to us; nothing else owns it.
-            drop(unsafe { OwnedFd::from_raw_fd(fd as i32) });
+            // No fallback where openat2 is missing (ENOSYS): then nothing counts as in scope.
+            crate::sandbox::open_without_symlinks(&name).ok()?;
             Some(lexical)
         }
     }
-
-    /// `struct open_how` (uapi `linux/openat2.h`).
-    #[repr(C)]
-    struct OpenHow {
-        flags: u64,
-        mode: u64,
-        resolve: u64,
-    }
-    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
 
     /// Spawn `cmd` (stdio must be piped by the caller) under the tracer. The child-side hook is
     /// added after any the command already has (the jail's), so the filter is installed inside

@@ -961,7 +961,7 @@ fn unit_result(rc: libc::c_long) -> io::Result<()> {
 
 /// `openat2(path, O_PATH, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)`: `ENOSYS` before Linux
 /// 5.6, for the callers' own fallbacks. Async-signal-safe (one syscall).
-fn openat2_no_symlinks(path: &CStr) -> io::Result<OwnedFd> {
+pub fn openat2_no_symlinks(path: &CStr) -> io::Result<OwnedFd> {
     let how = OpenHow {
         flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
         mode: 0,
