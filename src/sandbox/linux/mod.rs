@@ -8,6 +8,7 @@
 //! created for each command. The `pre_exec` hook runs after `fork` in a multi-threaded process,
 //! so it only issues syscalls on memory prepared beforehand (see [`sys`]).
 
+mod bpf;
 mod landlock;
 mod mask;
 mod pidns;

@@ -141,104 +141,171 @@ pub enum SeccompError {
     Build(#[from] seccompiler::BackendError),
 }
 
+type Rules = BTreeMap<i64, Vec<SeccompRule>>;
+
 impl SeccompPlan {
-    /// Compile the filters for `net`.
+    /// Compile the filters for `net`: on x86_64 one program with a search in front
+    /// ([`dispatched`]), elsewhere (or if the search does not fit) the two chains seccompiler
+    /// builds.
     pub fn compile(net: &NetRules) -> Result<Self, SeccompError> {
         let arch = TargetArch::try_from(std::env::consts::ARCH)
             .map_err(|_| SeccompError::UnsupportedArch(std::env::consts::ARCH))?;
-
-        let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-        let mut denied = Vec::new();
-        for (name, nr) in ALWAYS_DENIED {
-            // An empty rule list matches the syscall unconditionally.
-            rules.insert(*nr, Vec::new());
-            denied.push(*name);
-        }
-        let mut clone_rules = Vec::new();
-        for flag in CLONE_NAMESPACE_FLAGS {
-            clone_rules.push(SeccompRule::new(vec![SeccompCondition::new(
-                0,
-                SeccompCmpArgLen::Qword,
-                SeccompCmpOp::MaskedEq(*flag),
-                *flag,
-            )?])?);
-        }
-        rules.insert(libc::SYS_clone, clone_rules);
-        denied.push("clone(CLONE_NEW*)");
-
-        for (name, nr, rules_for) in ARGUMENT_RULES {
-            rules.insert(*nr, rules_for()?);
-            denied.push(*name);
-        }
-
-        let tcp_ports = !net.connect_ports().is_empty() || !net.tcp_bind_ports.is_empty();
-        let sockets_unix_only = !net.allow_all && !tcp_ports;
-        if !net.allow_all {
-            // UDP, raw, netlink, packet, vsock...: Landlock has no rule for them (UDP needs ABI
-            // 10), so with the network off only local UNIX sockets may be created. With TCP
-            // ports allowed, plain TCP sockets are let through for Landlock's port rules to judge.
-            rules.insert(libc::SYS_socket, socket_rules(tcp_ports)?);
-            rules.insert(libc::SYS_socketpair, socket_rules(false)?);
-            denied.push(if tcp_ports {
-                "socket(!TCP)"
-            } else {
-                "socket(!AF_UNIX)"
-            });
-        }
-        if tcp_ports && !net.allow_all {
-            // connect() must stay for TCP, and Landlock (ABI 7) cannot judge a UNIX socket's
-            // path, so the named-socket route is closed one step earlier: `socket_rules` makes
-            // `socket()` refuse AF_UNIX altogether (only an unconnected socket can connect to
-            // a path), and a datagram socketpair (which can `sendto` a path) is refused too. A
-            // stream `socketpair()`, which runtimes use, stays: its ends are connected to each
-            // other for good.
-            if let Some(list) = rules.get_mut(&libc::SYS_socketpair) {
-                list.push(unix_datagram_rule()?);
-            }
-            denied.push("socket(AF_UNIX), socketpair(AF_UNIX, SOCK_DGRAM)");
-        }
-        if sockets_unix_only {
-            // Landlock (ABI 7) does not mediate connect() to a named UNIX socket, so a server
-            // could talk to ssh-agent, gpg-agent, tmux, the session bus or docker.sock. With the
-            // network off every socket is AF_UNIX, and a server never needs to connect one:
-            // socketpair() needs no connect. So connect() is refused outright, and datagram
-            // UNIX sockets (which reach a named socket through sendto/sendmsg without connect)
-            // cannot be created.
-            rules.insert(libc::SYS_connect, Vec::new());
-            denied.push("connect");
-            for nr in [libc::SYS_socket, libc::SYS_socketpair] {
-                if let Some(list) = rules.get_mut(&nr) {
-                    list.push(unix_datagram_rule()?);
-                }
-            }
-            denied.push("socket/socketpair(AF_UNIX, SOCK_DGRAM)");
-        }
-
-        let main = SeccompFilter::new(
-            rules,
-            SeccompAction::Allow,
-            SeccompAction::Errno(libc::EPERM as u32),
-            arch,
-        )?;
-        let main: BpfProgram = main.try_into()?;
-
-        let mut clone3 = BTreeMap::new();
-        clone3.insert(libc::SYS_clone3, Vec::new());
-        let clone3 = SeccompFilter::new(
-            clone3,
-            SeccompAction::Allow,
-            SeccompAction::Errno(libc::ENOSYS as u32),
-            arch,
-        )?;
-        let clone3: BpfProgram = clone3.try_into()?;
-
+        let (rules, denied, sockets_unix_only) = rules_for(net)?;
+        let programs = match dispatched(rules.clone(), arch)? {
+            Some(one) => vec![one],
+            None => chains(rules, arch)?,
+        };
         Ok(SeccompPlan {
-            programs: vec![with_x32_guard(to_libc(&main)), to_libc(&clone3)],
+            programs,
             denied,
             sockets_unix_only,
             named_unix_closed: !net.allow_all,
         })
     }
+}
+
+/// The rules for `net` (by syscall number; an empty list refuses the syscall whatever its
+/// arguments), the names for the report, and whether only UNIX sockets may be made.
+fn rules_for(net: &NetRules) -> Result<(Rules, Vec<&'static str>, bool), SeccompError> {
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    let mut denied = Vec::new();
+    for (name, nr) in ALWAYS_DENIED {
+        // An empty rule list matches the syscall unconditionally.
+        rules.insert(*nr, Vec::new());
+        denied.push(*name);
+    }
+    let mut clone_rules = Vec::new();
+    for flag in CLONE_NAMESPACE_FLAGS {
+        clone_rules.push(SeccompRule::new(vec![SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Qword,
+            SeccompCmpOp::MaskedEq(*flag),
+            *flag,
+        )?])?);
+    }
+    rules.insert(libc::SYS_clone, clone_rules);
+    denied.push("clone(CLONE_NEW*)");
+
+    for (name, nr, rules_for) in ARGUMENT_RULES {
+        rules.insert(*nr, rules_for()?);
+        denied.push(*name);
+    }
+
+    let tcp_ports = !net.connect_ports().is_empty() || !net.tcp_bind_ports.is_empty();
+    let sockets_unix_only = !net.allow_all && !tcp_ports;
+    if !net.allow_all {
+        // UDP, raw, netlink, packet, vsock...: Landlock has no rule for them (UDP needs ABI
+        // 10), so with the network off only local UNIX sockets may be created. With TCP
+        // ports allowed, plain TCP sockets are let through for Landlock's port rules to judge.
+        rules.insert(libc::SYS_socket, socket_rules(tcp_ports)?);
+        rules.insert(libc::SYS_socketpair, socket_rules(false)?);
+        denied.push(if tcp_ports {
+            "socket(!TCP)"
+        } else {
+            "socket(!AF_UNIX)"
+        });
+    }
+    if tcp_ports && !net.allow_all {
+        // connect() must stay for TCP, and Landlock (ABI 7) cannot judge a UNIX socket's
+        // path, so the named-socket route is closed one step earlier: `socket_rules` makes
+        // `socket()` refuse AF_UNIX altogether (only an unconnected socket can connect to
+        // a path), and a datagram socketpair (which can `sendto` a path) is refused too. A
+        // stream `socketpair()`, which runtimes use, stays: its ends are connected to each
+        // other for good.
+        if let Some(list) = rules.get_mut(&libc::SYS_socketpair) {
+            list.push(unix_datagram_rule()?);
+        }
+        denied.push("socket(AF_UNIX), socketpair(AF_UNIX, SOCK_DGRAM)");
+    }
+    if sockets_unix_only {
+        // Landlock (ABI 7) does not mediate connect() to a named UNIX socket, so a server
+        // could talk to ssh-agent, gpg-agent, tmux, the session bus or docker.sock. With the
+        // network off every socket is AF_UNIX, and a server never needs to connect one:
+        // socketpair() needs no connect. So connect() is refused outright, and datagram
+        // UNIX sockets (which reach a named socket through sendto/sendmsg without connect)
+        // cannot be created.
+        rules.insert(libc::SYS_connect, Vec::new());
+        denied.push("connect");
+        for nr in [libc::SYS_socket, libc::SYS_socketpair] {
+            if let Some(list) = rules.get_mut(&nr) {
+                list.push(unix_datagram_rule()?);
+            }
+        }
+        denied.push("socket/socketpair(AF_UNIX, SOCK_DGRAM)");
+    }
+
+    Ok((rules, denied, sockets_unix_only))
+}
+
+/// The main chain behind the x32 guard, and a second program answering `clone3` with `ENOSYS`
+/// (so libc falls back to `clone`, whose flags the main one inspects).
+fn chains(rules: Rules, arch: TargetArch) -> Result<Vec<Vec<libc::sock_filter>>, SeccompError> {
+    let main = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )?;
+    let main: BpfProgram = main.try_into()?;
+    let mut clone3 = BTreeMap::new();
+    clone3.insert(libc::SYS_clone3, Vec::new());
+    let clone3 = SeccompFilter::new(
+        clone3,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )?;
+    let clone3: BpfProgram = clone3.try_into()?;
+    Ok(vec![with_x32_guard(to_libc(&main)), to_libc(&clone3)])
+}
+
+/// On x86_64, one program that answers as [`chains`] does, built so the kernel attaches it
+/// quickly (see [`super::bpf`]: attaching the plain chain cost ~300 µs per server start): a
+/// search over the syscall numbers in front refuses x32's numbers, the unconditionally refused
+/// syscalls (`EPERM`) and `clone3` (`ENOSYS`) at its leaves, lets every other syscall without
+/// a rule through after a few comparisons, and sends only the few with argument rules on to a
+/// seccompiler chain of those rules. `None` elsewhere, or if the search does not fit.
+fn dispatched(
+    rules: Rules,
+    arch: TargetArch,
+) -> Result<Option<Vec<libc::sock_filter>>, SeccompError> {
+    use super::bpf::{with_dispatch, Leaf};
+    if !cfg!(target_arch = "x86_64") {
+        return Ok(None);
+    }
+    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+    let eperm = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
+    let mut leaves = Vec::with_capacity(rules.len() + 1);
+    let mut conditional = Rules::new();
+    for (nr, list) in rules {
+        let Ok(number) = u32::try_from(nr) else {
+            return Ok(None);
+        };
+        if list.is_empty() {
+            leaves.push((number, Leaf::Return(eperm)));
+        } else {
+            leaves.push((number, Leaf::Program));
+            conditional.insert(nr, list);
+        }
+    }
+    leaves.push((
+        libc::SYS_clone3 as u32,
+        Leaf::Return(libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+    ));
+    let main = SeccompFilter::new(
+        conditional,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )?;
+    let main: BpfProgram = main.try_into()?;
+    Ok(with_dispatch(
+        &to_libc(&main),
+        AUDIT_ARCH_X86_64,
+        (X32_SYSCALL_BIT, eperm),
+        &leaves,
+        libc::SECCOMP_RET_ALLOW,
+    ))
 }
 
 /// Syscalls refused only for some arguments (for the report, a name saying which).
@@ -375,6 +442,9 @@ fn to_libc(program: &BpfProgram) -> Vec<libc::sock_filter> {
         .collect()
 }
 
+/// x32 syscall numbers have this bit set (x86_64's audit arch, numbers offset by it).
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+
 /// On x86_64 the x32 ABI reuses the x86_64 audit arch with syscall numbers offset by
 /// `0x4000_0000`, which a number-by-number filter would miss. Refuse every x32 call up front
 /// (kernels without x32 support reject them anyway).
@@ -397,7 +467,7 @@ fn with_x32_guard(program: Vec<libc::sock_filter>) -> Vec<libc::sock_filter> {
             code: BPF_JGE_K,
             jt: 0,
             jf: 1,
-            k: 0x4000_0000,
+            k: X32_SYSCALL_BIT,
         },
         libc::sock_filter {
             code: BPF_RET_K,
@@ -414,6 +484,89 @@ fn with_x32_guard(program: Vec<libc::sock_filter>) -> Vec<libc::sock_filter> {
 mod tests {
     use super::*;
     use crate::sandbox::linux::sys;
+
+    /// What the kernel answers with `programs` attached in order: the most restrictive action,
+    /// and among equal ones the last attached filter's (seccomp's precedence).
+    fn answer(programs: &[Vec<libc::sock_filter>], nr: u32, arch: u32, args: [u64; 6]) -> u32 {
+        let mut best: Option<u32> = None;
+        for p in programs.iter().rev() {
+            let (ret, _) = super::super::bpf::evaluate(p, nr, arch, args);
+            let action = ret & libc::SECCOMP_RET_ACTION_FULL;
+            if best.is_none_or(|b| (action as i32) < ((b & libc::SECCOMP_RET_ACTION_FULL) as i32)) {
+                best = Some(ret);
+            }
+        }
+        best.unwrap_or(libc::SECCOMP_RET_ALLOW)
+    }
+
+    /// The one dispatched program answers exactly as the two chains did, for every syscall
+    /// number (x32's included), both architectures, and arguments that hit each rule.
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn the_dispatched_program_answers_like_the_chains() {
+        let arg_sets: Vec<[u64; 6]> = {
+            let mut v = vec![[0; 6], [u64::MAX; 6], [1, 1, 1, 0, 0, 0]];
+            for flag in CLONE_NAMESPACE_FLAGS {
+                v.push([*flag | libc::SIGCHLD as u64, 0, 0, 0, 0, 0]);
+            }
+            #[allow(clippy::unnecessary_cast)]
+            for request in [
+                libc::TIOCSTI as u64,
+                libc::TIOCLINUX as u64,
+                libc::FIONREAD as u64,
+            ] {
+                v.push([0, request, 0, 0, 0, 0]);
+                v.push([0, request | (1 << 32), 0, 0, 0, 0]);
+            }
+            for family in [
+                libc::AF_UNIX,
+                libc::AF_INET,
+                libc::AF_INET6,
+                libc::AF_NETLINK,
+            ] {
+                for ty in [1u64, 2, 3, 5, 1 | libc::SOCK_CLOEXEC as u64] {
+                    for proto in [0u64, libc::IPPROTO_TCP as u64, 132] {
+                        v.push([family as u64, ty, proto, 0, 0, 0]);
+                    }
+                }
+            }
+            v.push([libc::PRIO_PROCESS as u64, 0, 0, 0, 0, 0]);
+            v.push([libc::PRIO_USER as u64, 0, 0, 0, 0, 0]);
+            v.push([1, 7, 0, 0, 0, 0]);
+            v
+        };
+        let off = NetRules::default();
+        let tcp = NetRules {
+            tcp_bind_ports: vec![8080],
+            ..NetRules::default()
+        };
+        let all = NetRules {
+            allow_all: true,
+            ..NetRules::default()
+        };
+        for net in [off, tcp, all] {
+            let arch = TargetArch::x86_64;
+            let chains = chains(rules_for(&net).unwrap().0, arch).unwrap();
+            let plan = SeccompPlan::compile(&net).unwrap();
+            assert_eq!(plan.programs.len(), 1, "one program on x86_64");
+            assert!(
+                plan.programs[0].len() < chains[0].len(),
+                "{}",
+                plan.programs[0].len()
+            );
+            for arch in [0xc000_003e, 0x4000_0003] {
+                for nr in (0..600).chain(X32_SYSCALL_BIT..X32_SYSCALL_BIT + 600) {
+                    for args in &arg_sets {
+                        assert_eq!(
+                            answer(&plan.programs, nr, arch, *args),
+                            answer(&chains, nr, arch, *args),
+                            "nr {nr} arch {arch:#x} args {args:x?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     /// `TIOCSTI` on a terminal the process holds: allowed before the filter (root may inject
     /// into any terminal; this kernel has dev.tty.legacy_tiocsti = 1), EPERM after it. The
