@@ -112,6 +112,30 @@ fn rights_for(access: GrantAccess, is_dir: bool) -> BitFlags<AccessFs> {
     }
 }
 
+/// `path` opened (`O_PATH`) if it is absolute, has no `..`, and no symlink lies anywhere on
+/// the way: then it is its own canonical form. `None` otherwise, or on any error.
+fn open_if_canonical(path: &std::path::Path) -> Option<OwnedFd> {
+    use std::path::Component;
+    if !path.is_absolute() || path.components().any(|c| c == Component::ParentDir) {
+        return None;
+    }
+    let c_path = CString::new(path.as_os_str().as_bytes()).ok()?;
+    sys::open_exact(&c_path).ok()
+}
+
+/// The rule for an opened grant: its rights, narrowed to a file's if it is not a directory.
+fn rule_for(fd: OwnedFd, grant: &Grant) -> Result<(OwnedFd, BitFlags<AccessFs>), LandlockError> {
+    let file = std::fs::File::from(fd);
+    let is_dir = file
+        .metadata()
+        .map_err(|source| LandlockError::Open {
+            path: grant.path.clone(),
+            source,
+        })?
+        .is_dir();
+    Ok((OwnedFd::from(file), rights_for(grant.access, is_dir)))
+}
+
 impl LandlockPlan {
     /// Open every grant. Grants whose path does not exist are skipped (returned as notes).
     ///
@@ -129,6 +153,13 @@ impl LandlockPlan {
         let mut rules = Vec::new();
         let mut notes = Vec::new();
         for grant in grants {
+            // Most grants (`/usr`, `/etc/ssl`, the scope) are canonical already: one open with
+            // no symlink allowed proves it, where canonicalising first costs a readlink per
+            // component. Anything else takes the long way below.
+            if let Some(fd) = open_if_canonical(&grant.path) {
+                rules.push(rule_for(fd, grant)?);
+                continue;
+            }
             let canonical = match std::fs::canonicalize(&grant.path) {
                 Ok(p) => p,
                 Err(err) => {
@@ -163,15 +194,7 @@ impl LandlockPlan {
                     })
                 }
             };
-            let file = std::fs::File::from(fd);
-            let is_dir = file
-                .metadata()
-                .map_err(|source| LandlockError::Open {
-                    path: grant.path.clone(),
-                    source,
-                })?
-                .is_dir();
-            rules.push((OwnedFd::from(file), rights_for(grant.access, is_dir)));
+            rules.push(rule_for(fd, grant)?);
         }
         let proc_self_access = ProcSelfAccess {
             file: (read_rights() & AccessFs::from_file(TARGET_ABI)).bits(),
