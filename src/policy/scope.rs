@@ -156,12 +156,8 @@ impl Scope {
         // The set holds each pattern twice, as `P` and as `P/**` (its subtree), so one match on
         // the full path answers "does the path or any ancestor match P". `is_match` does not
         // allocate; which pattern it was is looked up only on a hit.
-        let candidate = globset::Candidate::new(path);
-        if set.set.is_match_candidate(&candidate) {
-            let i = set.set.matches_candidate(&candidate).first().copied()?;
-            return self.deny.get(i / 2).cloned();
-        }
-        None
+        let i = set.first_match(path)?;
+        self.deny.get(i).cloned()
     }
 
     /// The roots a model may use for `access`, for denial messages.
@@ -295,16 +291,15 @@ pub(crate) fn compiled_deny_set(
     patterns: &[String],
 ) -> Result<Arc<super::globs::Compiled>, String> {
     super::globs::compiled("policy", patterns, |patterns| {
-        let mut builder = GlobSetBuilder::new();
-        for p in patterns {
-            builder.add(build_glob(p).map_err(|_| p.clone())?);
+        let mut builder = super::globs::Builder::new(true);
+        for (i, p) in patterns.iter().enumerate() {
+            builder.add(i, p, build_glob).map_err(|_| p.clone())?;
             let subtree = format!("{}/**", p.trim_end_matches('/'));
-            builder.add(build_glob(&subtree).map_err(|_| p.clone())?);
+            builder
+                .add(i, &subtree, build_glob)
+                .map_err(|_| p.clone())?;
         }
-        Ok(super::globs::Compiled {
-            set: builder.build().map_err(|e| e.to_string())?,
-            skipped: Vec::new(),
-        })
+        builder.build(Vec::new()).map_err(|e| e.to_string())
     })
 }
 

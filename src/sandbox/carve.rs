@@ -32,7 +32,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::Glob;
+
+use crate::policy::globs::Compiled;
 
 use super::{Enforcement, Grant, GrantAccess, LayerReport};
 use crate::policy::is_protected_name;
@@ -80,20 +82,14 @@ pub fn deny_set(
         })
         .collect();
     let compiled = crate::policy::globs::compiled("jail", &expanded, |expanded| {
-        let mut builder = GlobSetBuilder::new();
+        let mut builder = crate::policy::globs::Builder::new(false);
         let mut skipped = Vec::new();
-        for (p, e) in patterns.iter().zip(expanded) {
-            match Glob::new(e) {
-                Ok(g) => {
-                    builder.add(g);
-                }
-                Err(err) => skipped.push((p.clone(), err.to_string())),
+        for (i, (p, e)) in patterns.iter().zip(expanded).enumerate() {
+            if let Err(err) = builder.add(i, e, Glob::new) {
+                skipped.push((p.clone(), err.to_string()));
             }
         }
-        Ok(crate::policy::globs::Compiled {
-            set: builder.build().map_err(|e| e.to_string())?,
-            skipped,
-        })
+        builder.build(skipped).map_err(|e| e.to_string())
     })
     .ok()?;
     for (p, e) in &compiled.skipped {
@@ -177,7 +173,7 @@ impl CarvePlan {
     /// Examine `grant` (a scope path): entries inside it (to [`WALK_DEPTH`] levels) that match
     /// `deny` are noted for masking, and in a read-write grant the existing protected names for
     /// a read-only bind. A grant that itself matches `deny` is dropped.
-    pub fn add(&mut self, grant: Grant, deny: Option<&GlobSet>, notes: &mut Vec<String>) {
+    pub fn add(&mut self, grant: Grant, deny: Option<&Compiled>, notes: &mut Vec<String>) {
         if deny.is_some_and(|d| d.is_match(&grant.path)) {
             notes.push(format!(
                 "{} matches a deny pattern: not granted at all",
@@ -371,7 +367,7 @@ impl CarvePlan {
 /// The bounded walk of one grant (see the module docs).
 struct Walk<'a> {
     root: PathBuf,
-    deny: Option<&'a GlobSet>,
+    deny: Option<&'a Compiled>,
     protect: bool,
     budget: usize,
     carved: &'a mut Carved,
@@ -500,7 +496,7 @@ mod tests {
                 access: GrantAccess::ReadWrite,
                 why: "scope (write)".into(),
             },
-            Some(&set.set),
+            Some(set),
             &mut Vec::new(),
         );
         plan
@@ -573,7 +569,7 @@ mod tests {
                 access: GrantAccess::Read,
                 why: "scope (read)".into(),
             },
-            Some(&set.set),
+            Some(&set),
             &mut notes,
         );
         let masks = p.masks();
@@ -612,7 +608,7 @@ mod tests {
                 access: GrantAccess::Read,
                 why: "scope (read)".into(),
             },
-            Some(&set.set),
+            Some(&set),
             &mut Vec::new(),
         );
         assert!(!read.masks().iter().any(|m| m.kind == MaskKind::ReadOnly));
@@ -629,7 +625,7 @@ mod tests {
                 access: GrantAccess::Read,
                 why: "scope (read)".into(),
             },
-            Some(&set.set),
+            Some(&set),
             &mut notes,
         );
         let settled = p.settle(&MaskSupport::Mounts { how: "t".into() }, &mut notes);

@@ -272,7 +272,7 @@ pub fn prepare_with_env(
         .find(|(k, _)| k == "HOME")
         .map(|(_, v)| PathBuf::from(v));
     let compiled_deny = carve::deny_set(&scope.deny, home.as_deref(), &mut notes);
-    let deny = compiled_deny.as_ref().map(|c| &c.set);
+    let deny = compiled_deny.as_deref();
     let mut carved = carve::CarvePlan::default();
     let mut grants = runtime::system_grants(scope.net.allow_all);
     // Runtime grants can be a project's own directory (a script's siblings): denied names in it
