@@ -49,6 +49,8 @@ pub(super) struct InFlight {
 pub(super) struct Catalogue {
     pub tools: HashMap<String, ToolInfo>,
     pub fetch: Fetch,
+    /// The last page of the proxy's own fetch, as the server wrote its `result`.
+    last_own_page: Option<String>,
 }
 
 impl Catalogue {
@@ -56,6 +58,7 @@ impl Catalogue {
         Catalogue {
             tools: HashMap::new(),
             fetch: Fetch::Unknown,
+            last_own_page: None,
         }
     }
 
@@ -146,6 +149,15 @@ impl Router {
 
     /// Learn one `tools/list` page (`own`: the proxy's fetch, else the client's request).
     pub(super) fn learn_tools(&mut self, result: &str, own: bool) -> Option<Value> {
+        // The client's own listing at start-up repeats, byte for byte, the page the proxy has
+        // just fetched: learning it again (parsing, deriving every schema, loading the pins)
+        // would give the same catalogue and pins, and was a third of the proxy's own work
+        // before the first answer.
+        if own {
+            self.catalogue.last_own_page = Some(result.to_string());
+        } else if self.catalogue.last_own_page.as_deref() == Some(result) {
+            return None;
+        }
         let result: Value = serde_json::from_str(result).ok()?;
         let next = result.get("nextCursor").filter(|c| !c.is_null()).cloned();
         if let Some(tools) = result.get("tools").and_then(Value::as_array) {

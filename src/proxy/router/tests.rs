@@ -674,3 +674,48 @@ async fn a_server_question_that_crosses_the_proxys_is_answered_with_the_clients_
     assert_eq!(h.exit().await, 0);
     assert_eq!(h.rest().await, Vec::<Value>::new());
 }
+
+/// The client's own listing is learned from unless it repeats the proxy's fetch byte for byte:
+/// a server that shows the client more tools than it showed the proxy still has every one of
+/// them judged by its schema (here a `files` list resolved against `repo_path`, which value
+/// guesses alone would let through).
+#[tokio::test]
+async fn a_client_listing_that_differs_from_the_proxys_fetch_is_learned() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut h = Harness::start_with(dir, |cfg| cfg.scope.deny = vec!["**/.env".into()]);
+    let mut server = h.handshake(false).await;
+    server.answer_tools_list(read_file_tool()).await;
+    h.send(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}))
+        .await;
+    let listing = server.recv().await;
+    assert_eq!(listing["id"], json!(5), "{listing}");
+    let git_add = json!({"name": "git_add", "inputSchema": {"type": "object", "properties": {
+        "repo_path": {"type": "string"},
+        "files": {"type": "array", "items": {"type": "string"}}},
+        "required": ["repo_path", "files"]}});
+    let mut tools = read_file_tool();
+    tools.as_array_mut().expect("a list").push(git_add);
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 5, "result": {"tools": tools}}))
+        .await;
+    let r = h.recv().await;
+    assert_eq!(r["result"]["tools"][1]["name"], json!("git_add"), "{r}");
+    let repo = h.path("");
+    h.send(call(
+        6,
+        "git_add",
+        json!({"repo_path": repo, "files": [".env"]}),
+    ))
+    .await;
+    let r = h.recv().await;
+    assert_eq!(r["id"], json!(6));
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+    h.close();
+    assert_eq!(
+        server.try_recv().await,
+        None,
+        "the denied call reached the server"
+    );
+    server.exit(0);
+    assert_eq!(h.exit().await, 0);
+}
