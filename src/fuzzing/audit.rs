@@ -5,7 +5,7 @@
 //! panics on any UTF-8 (multi-byte characters next to `Bearer`, `/`, `=`...); redaction keeps
 //! the shape (same keys, same array lengths, same numbers and booleans) and is idempotent;
 //! text without a secret comes back unchanged; a credential-shaped token planted as its own
-//! word in any text never survives.
+//! word in any text never survives (the input's own copies inside longer words may).
 
 use serde_json::Value;
 
@@ -36,7 +36,13 @@ pub fn run(data: &[u8]) {
     );
     let planted = format!("{a} {token} {b}");
     let red = redact_str(&planted);
-    assert!(!red.contains(&token), "a planted token survived: {red}");
+    // The planted word must go. The input may hold the same characters inside a longer word
+    // of its own (`4ghp_…`), which is not a token and stays: count, do not just search.
+    let before = text.matches(token.as_str()).count();
+    assert!(
+        red.matches(token.as_str()).count() <= before,
+        "a planted token survived: {red}"
+    );
 
     if let Ok(value) = serde_json::from_str::<Value>(text) {
         let r = redact(&value);

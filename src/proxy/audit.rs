@@ -380,7 +380,18 @@ fn secret_value(value: &str) -> bool {
         "ASIA",
     ]
     .iter()
-    .any(|p| v.starts_with(p) && v.len() >= p.len() + 8);
+    .any(|p| {
+        // At the start, or glued to punctuation (`'ghp_…'`, `(sk-…)`, `;AKIA…`: the word
+        // splitting above keeps quotes and brackets), but not inside a longer identifier
+        // (`task-manager-…` is not an `sk-` key).
+        v.match_indices(p).any(|(i, _)| {
+            let inside_word = v[..i]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+            !inside_word && v.len() - i >= p.len() + 8
+        })
+    });
     // `get`, not `[..7]`: byte 7 may fall inside a multi-byte character (`résumé.txt`).
     let bearer = v.len() > 7
         && v.get(..7)
@@ -540,5 +551,30 @@ mod tests {
             "/tmp/[REDACTED]/x"
         );
         assert_eq!(redact_str("/tmp/skeleton/x"), "/tmp/skeleton/x");
+    }
+
+    /// A token glued to punctuation the word splitting keeps (shell quotes, brackets, `;`) is
+    /// still a token; a prefix inside a longer identifier is not.
+    #[test]
+    fn tokens_in_quotes_and_brackets_are_redacted_but_not_inside_identifiers() {
+        let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyz";
+        for glued in [
+            format!("curl -H 'Authorization: token' '{token}'"),
+            format!("({token})"),
+            format!("[{token}]"),
+            format!("x;{token}"),
+            format!("<{token}>"),
+        ] {
+            let r = redact_str(&glued);
+            assert!(!r.contains(token), "{glued} -> {r}");
+        }
+        for plain in [
+            "task-manager-12345678",
+            "mask-abcdefghijkl",
+            "xASIA12345678901",
+            "my_ghp_0123456789",
+        ] {
+            assert_eq!(redact_str(plain), plain);
+        }
     }
 }
