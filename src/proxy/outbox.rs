@@ -158,7 +158,7 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncReadExt;
+    use tokio::io::{AsyncRead, AsyncReadExt};
 
     /// What `reader` holds right now, without waiting for anything to be written.
     fn available(reader: &mut tokio::io::DuplexStream) -> Vec<u8> {
@@ -175,8 +175,6 @@ mod tests {
             }
         }
     }
-
-    use tokio::io::AsyncRead;
 
     #[tokio::test(flavor = "current_thread")]
     async fn an_idle_outbox_writes_at_once_without_its_task() {

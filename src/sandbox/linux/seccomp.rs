@@ -240,23 +240,29 @@ fn rules_for(net: &NetRules) -> Result<(Rules, Vec<&'static str>, bool), Seccomp
 /// The main chain behind the x32 guard, and a second program answering `clone3` with `ENOSYS`
 /// (so libc falls back to `clone`, whose flags the main one inspects).
 fn chains(rules: Rules, arch: TargetArch) -> Result<Vec<Vec<libc::sock_filter>>, SeccompError> {
-    let main = SeccompFilter::new(
+    let main = refusing(rules, libc::EPERM, arch)?;
+    let mut clone3 = Rules::new();
+    clone3.insert(libc::SYS_clone3, Vec::new());
+    Ok(vec![
+        with_x32_guard(main),
+        refusing(clone3, libc::ENOSYS, arch)?,
+    ])
+}
+
+/// seccompiler's program for `rules`: a matching call fails with `errno`, the rest is allowed.
+fn refusing(
+    rules: Rules,
+    errno: i32,
+    arch: TargetArch,
+) -> Result<Vec<libc::sock_filter>, SeccompError> {
+    let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
+        SeccompAction::Errno(errno as u32),
         arch,
     )?;
-    let main: BpfProgram = main.try_into()?;
-    let mut clone3 = BTreeMap::new();
-    clone3.insert(libc::SYS_clone3, Vec::new());
-    let clone3 = SeccompFilter::new(
-        clone3,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::ENOSYS as u32),
-        arch,
-    )?;
-    let clone3: BpfProgram = clone3.try_into()?;
-    Ok(vec![with_x32_guard(to_libc(&main)), to_libc(&clone3)])
+    let program: BpfProgram = filter.try_into()?;
+    Ok(to_libc(&program))
 }
 
 /// On x86_64, one program that answers as [`chains`] does, built so the kernel attaches it
@@ -292,15 +298,9 @@ fn dispatched(
         libc::SYS_clone3 as u32,
         Leaf::Return(libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
     ));
-    let main = SeccompFilter::new(
-        conditional,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        arch,
-    )?;
-    let main: BpfProgram = main.try_into()?;
+    let main = refusing(conditional, libc::EPERM, arch)?;
     Ok(with_dispatch(
-        &to_libc(&main),
+        &main,
         AUDIT_ARCH_X86_64,
         (X32_SYSCALL_BIT, eperm),
         &leaves,
