@@ -5,10 +5,11 @@
 //! access. This filter closes those. Denied calls fail with `EPERM` (never kill): a server that
 //! probes for a feature should get an error it can handle, not die.
 //!
-//! The program is compiled once in the parent (seccompiler, which starts every program with an
-//! architecture check); the child only installs the finished bytes. A second tiny program makes
-//! `clone3` fail with `ENOSYS` so libc falls back to `clone`, whose flags *can* be inspected
-//! (namespace creation is refused there).
+//! The program is compiled once in the parent; the child only installs the finished bytes.
+//! `clone3` fails with `ENOSYS` so libc falls back to `clone`, whose flags *can* be inspected
+//! (namespace creation is refused there). On x86_64 it is one program with a search over the
+//! syscall numbers in front ([`dispatched`], see [`super::bpf`]: cheap to attach); elsewhere
+//! seccompiler's chain and a second tiny program for `clone3` ([`chains`]).
 
 use std::collections::BTreeMap;
 
