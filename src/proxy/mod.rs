@@ -34,7 +34,6 @@ mod era;
 pub mod framing;
 mod integrity;
 pub mod message;
-mod outbox;
 pub mod pinning;
 pub(crate) mod router;
 #[cfg(unix)]

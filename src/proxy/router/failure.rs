@@ -7,7 +7,7 @@ use tokio::io::AsyncRead;
 
 use super::super::framing::{Frame, FramedReader};
 use super::super::message::{self, code};
-use super::super::outbox;
+use super::outbox;
 use super::records::{self, Outcome};
 use super::{Pending, Router};
 

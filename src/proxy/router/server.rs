@@ -11,7 +11,7 @@ use super::super::child::ServerChild;
 use super::super::framing::Frame;
 use super::super::integrity::{self, Side};
 use super::super::message::{self, code};
-use super::super::outbox::terminated;
+use super::outbox::terminated;
 use super::records::{self, Outcome};
 use super::{Kind, Own, Router, Streaming, MAX_UNFLAGGED_ERROR_TEXT};
 

@@ -15,10 +15,10 @@ use super::super::audit::CallLog;
 use super::super::child::{describe_exit, exit_code, ServerChild};
 use super::super::framing::FramedReader;
 use super::super::integrity::Violations;
-use super::super::outbox::{Outbox, OUT_CLIENT_HIGH_WATER};
 use super::super::pinning::Pinning;
 use super::super::{ProxyConfig, ProxyError};
 use super::catalogue::Catalogue;
+use super::outbox::{ClientOut, OUT_CLIENT_HIGH_WATER};
 use super::roots::{reap, Roots};
 use super::{kernel_stops_writes, note_jail, start_server, Launch, Router};
 use crate::policy::ResolveContext;
@@ -148,7 +148,7 @@ where
     let scope = config.scope.clone();
     let (jail, spawned) = start_server(&mut launch, jail, &scope, &mut config, &log);
 
-    let (out, writer) = Outbox::start(client_out);
+    let (out, writer) = ClientOut::start(client_out);
     let counter = out.counter.clone();
     let mut client = FramedReader::new(client_in, config.max_line_bytes);
     let command_line = config.command.join(" ");
