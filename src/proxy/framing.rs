@@ -249,6 +249,11 @@ impl<R: AsyncRead + Unpin> FramedReader<R> {
         &self.buf
     }
 
+    /// Is a whole line buffered (so the next frame is ready without reading)?
+    pub fn has_line(&self) -> bool {
+        memchr::memchr(b'\n', &self.buf).is_some()
+    }
+
     /// Stream the partial line announced by [`Frame::LongLine`]: returns its first piece.
     pub fn stream(&mut self) -> Bytes {
         self.decoder.start_streaming(&mut self.buf)

@@ -230,6 +230,12 @@ impl Pinning {
         )
     }
 
+    /// `--pin block`: a listing may have tools taken out before the client sees it, so it is
+    /// learnt before it is forwarded.
+    pub fn rewrites_listings(&self) -> bool {
+        self.mode == PinMode::Block
+    }
+
     /// `--pin block`: a call that arrives while the proxy is fetching the tool list (at start,
     /// or after `notifications/tools/list_changed`) waits for it, so a tool changed in that
     /// listing is refused rather than slipping through before the proxy has seen the change.

@@ -51,6 +51,11 @@ pub(super) struct Catalogue {
     pub fetch: Fetch,
     /// The last page of the proxy's own fetch, as the server wrote its `result`.
     last_own_page: Option<String>,
+    /// The client said `notifications/initialized`: the fetch starts once the client's
+    /// messages that came with it are forwarded (see [`Router::start_due_fetch`]).
+    due: bool,
+    /// A client's listing that was forwarded unchanged and is not learnt yet.
+    unlearnt: Option<String>,
 }
 
 impl Catalogue {
@@ -59,6 +64,8 @@ impl Catalogue {
             tools: HashMap::new(),
             fetch: Fetch::Unknown,
             last_own_page: None,
+            due: false,
+            unlearnt: None,
         }
     }
 
@@ -66,6 +73,28 @@ impl Catalogue {
     /// calls only after a listing) wait for the fetch?
     pub fn call_waits(&self, known: bool, pins: bool) -> bool {
         (!known || pins) && matches!(self.fetch, Fetch::Unknown | Fetch::InFlight(_))
+    }
+
+    /// Is a fetch waiting for the client's buffered messages to be forwarded?
+    pub fn fetch_due(&self) -> bool {
+        self.due
+    }
+
+    /// Learn a client's listing (its `result`) once it is written: the session loop lets the
+    /// client's writer run, then learns it before it reads the next message, so no call is
+    /// judged without it (see [`Router::learn_forwarded_listing`]).
+    pub fn learn_later(&mut self, result: &str) {
+        self.unlearnt = Some(result.to_string());
+    }
+
+    /// Is a forwarded listing waiting to be learnt?
+    pub fn has_unlearnt(&self) -> bool {
+        self.unlearnt.is_some()
+    }
+
+    /// Start the fetch once the client's buffered messages are forwarded.
+    pub fn fetch_when_client_paused(&mut self) {
+        self.due = true;
     }
 
     pub fn in_flight(&self) -> bool {
@@ -85,6 +114,7 @@ impl Router {
     /// Ask the server for its tools with a proxy-owned id (answered to the proxy only),
     /// unless a fetch is already in flight: there is never more than one.
     pub(super) fn start_fetch(&mut self, child: &mut ServerChild) {
+        self.catalogue.due = false;
         if self.catalogue.in_flight() {
             return;
         }
@@ -136,6 +166,25 @@ impl Router {
         self.own_to_server
             .insert(Value::String(id).to_string(), Own::ToolsList);
         child.send(Bytes::from(line));
+    }
+
+    /// After `notifications/initialized`, the fetch is due; it goes to the server once the
+    /// client's messages that arrived with it have been forwarded (the session loop calls this
+    /// when no whole line of the client's is buffered). A client that sends `initialized` and
+    /// its own `tools/list` together gets its listing first: the server is not made to produce
+    /// the proxy's copy before the one the client waits for. A `tools/call` that needs the
+    /// list before then starts the fetch itself.
+    pub(super) fn start_due_fetch(&mut self, child: &mut ServerChild) {
+        if self.catalogue.due {
+            self.start_fetch(child);
+        }
+    }
+
+    /// Learn the listing [`Catalogue::learn_later`] kept, if any.
+    pub(super) fn learn_forwarded_listing(&mut self) {
+        if let Some(result) = self.catalogue.unlearnt.take() {
+            let _ = self.learn_tools(&result, false);
+        }
     }
 
     /// The fetch took too long: waiting calls are judged by their values.

@@ -278,7 +278,7 @@ impl Router {
                     );
                 }
                 if method == "notifications/initialized" {
-                    self.start_fetch(child);
+                    self.catalogue.fetch_when_client_paused();
                 }
                 if method == "notifications/roots/list_changed" {
                     self.on_roots_changed();

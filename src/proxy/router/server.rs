@@ -170,13 +170,21 @@ impl Router {
             return;
         };
         let mut rewritten = None;
+        // A listing the client gets unchanged goes to it first and is learnt right after it is
+        // written (see `Catalogue::learn_later`): the client does not wait for the proxy to
+        // derive every schema.
+        let mut learn_after = None;
         {
             if p.kind == Kind::ToolsList {
-                if let Some(result) = env.result {
-                    let _ = self.learn_tools(result.get(), false);
+                if self.pinning.rewrites_listings() {
+                    if let Some(result) = env.result {
+                        let _ = self.learn_tools(result.get(), false);
+                    }
+                    // --pin block: a changed tool must be hidden (see Pinning::hide_unapproved).
+                    rewritten = self.pinning.hide_unapproved(Frame::content(&line));
+                } else {
+                    learn_after = env.result;
                 }
-                // --pin block: a changed tool must be hidden (see Pinning::hide_unapproved).
-                rewritten = self.pinning.hide_unapproved(Frame::content(&line));
             }
             let mut jail_hint = None;
             if p.kind == Kind::ToolsCall && env.result.is_some() {
@@ -201,7 +209,11 @@ impl Router {
                 jail_hint,
             );
         }
-        self.out.send(rewritten.unwrap_or_else(|| terminated(line)));
+        self.out
+            .send(rewritten.unwrap_or_else(|| terminated(line.clone())));
+        if let Some(result) = learn_after {
+            self.catalogue.learn_later(result.get());
+        }
     }
 
     /// A server→client request: remember its id so only the client's answer to it goes back.

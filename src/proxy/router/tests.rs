@@ -103,6 +103,17 @@ impl Harness {
         w.write_all(&line).await.expect("write to the proxy");
     }
 
+    /// Several messages in one write, as clients send `initialized` and their first request.
+    pub async fn send_together(&mut self, msgs: &[Value]) {
+        let mut lines = Vec::new();
+        for msg in msgs {
+            lines.extend_from_slice(msg.to_string().as_bytes());
+            lines.push(b'\n');
+        }
+        let w = self.to_proxy.as_mut().expect("client stdin open");
+        w.write_all(&lines).await.expect("write to the proxy");
+    }
+
     pub fn close(&mut self) {
         self.to_proxy = None;
     }
@@ -257,6 +268,60 @@ pub(super) fn read_file_tool() -> Value {
 pub(super) fn call(id: i64, tool: &str, args: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
            "params": {"name": tool, "arguments": args}})
+}
+
+/// The client's `tools/list`, sent with `initialized`, reaches the server before the proxy's
+/// own fetch (the server does not produce the proxy's copy first), and the listing the client
+/// gets is learnt before its next message: a call judged by that schema is not held for the
+/// fetch, which is still unanswered.
+#[tokio::test]
+async fn a_client_listing_sent_with_initialized_goes_before_the_proxys_fetch_and_is_learnt() {
+    let mut h = Harness::start();
+    let mut server = h.server().await;
+    h.send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}}),
+    )
+    .await;
+    assert_eq!(server.recv().await["method"], json!("initialize"));
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 0, "result": {
+            "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+            "serverInfo": {"name": "fake", "version": "1"}}}))
+        .await;
+    assert_eq!(h.recv().await["id"], json!(0));
+    h.send_together(&[
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    ])
+    .await;
+    assert_eq!(
+        server.recv().await["method"],
+        json!("notifications/initialized")
+    );
+    let first = server.recv().await;
+    assert_eq!(
+        first["id"],
+        json!(1),
+        "the client's listing goes first: {first}"
+    );
+    let own = server.recv().await;
+    assert_eq!(own["method"], json!("tools/list"), "{own}");
+    assert!(own["id"].is_string(), "then the proxy's own fetch: {own}");
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": read_file_tool()}}))
+        .await;
+    let listing = h.recv().await;
+    assert_eq!(listing["result"]["tools"][0]["name"], json!("read_file"));
+    h.send(call(2, "read_file", json!({"path": "/etc/passwd"})))
+        .await;
+    let denied = h.recv().await;
+    assert_eq!(denied["id"], json!(2), "{denied}");
+    assert_eq!(denied["result"]["isError"], json!(true), "{denied}");
+    h.close();
+    server.exit(0);
+    assert_eq!(h.exit().await, 0);
 }
 
 #[tokio::test]
