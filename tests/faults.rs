@@ -454,9 +454,9 @@ fn an_audit_log_that_fills_up_during_the_session_fails_closed_and_loses_no_recor
                        "params": {"name": "echo",
                                   "arguments": {"text": format!("call-{i:02}-{}", "p".repeat(200))}}}));
     }
+    let ids: Vec<Value> = (0..40).map(|i| json!(format!("c{i:02}"))).collect();
     let mut answered = Vec::new();
-    for i in 0..40 {
-        let r = s.response_to(&json!(format!("c{i:02}")));
+    for (i, r) in s.responses_to(&ids).into_iter().enumerate() {
         if r.get("result").is_some() {
             answered.push(i);
         }

@@ -105,8 +105,8 @@ pub fn run(args: ProxyArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
     let result = runtime.block_on(async {
         let (signal_tx, signals) = tokio::sync::mpsc::unbounded_channel();
         spawn_signal_listener(signal_tx)?;
-        let (client_in, client_out) = crate::proxy::stdio::client_stdio();
-        crate::proxy::run(config, client_in, client_out, signals)
+        let (client_in, client_out, client_direct) = crate::proxy::stdio::client_stdio();
+        crate::proxy::run(config, client_in, client_out, client_direct, signals)
             .await
             .map_err(|e| match e {
                 crate::proxy::ProxyError::AuditLog(e) => {

@@ -1,4 +1,4 @@
-//! The server child: spawned through the jail, its stdin fed by a writer task, its stdout read
+//! The server child: spawned through the jail, its stdin fed through an [`Outbox`], its stdout read
 //! as frames by the router, its stderr copied to ours line by line (see [`StderrCopy`]) while
 //! the last [`STDERR_TAIL_BYTES`] of it are kept, so a server that dies can be explained from
 //! what it wrote (see [`crate::sandbox::explain_failure`]).
@@ -10,13 +10,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::io::{AsyncRead, AsyncWriteExt};
+use tokio::io::AsyncRead;
 use tokio::net::unix::pipe;
 use tokio::process::Command;
+#[cfg(test)]
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::framing::FramedReader;
+use super::outbox::Outbox;
 
 /// The server's stdout, as the router reads it.
 pub type ServerStdout = Box<dyn AsyncRead + Unpin + Send>;
@@ -58,7 +60,7 @@ pub struct ServerChild {
     pub process: Process,
     pub pid: u32,
     /// Messages to the server. Dropping it closes the server's stdin once queued writes are done.
-    pub stdin: Option<mpsc::UnboundedSender<Bytes>>,
+    pub stdin: Option<Outbox>,
     pub stdout: FramedReader<ServerStdout>,
     pub stdout_eof: bool,
     pub status: Option<ExitStatus>,
@@ -101,6 +103,39 @@ fn server_reader(stdout: ServerStdout, max_line: usize) -> FramedReader<ServerSt
     FramedReader::new(stdout, max_line).with_stream_threshold(256 * 1024)
 }
 
+/// The fake server's stdin: each write arrives as one message on the test's channel.
+#[cfg(test)]
+struct ChannelWriter(mpsc::UnboundedSender<Bytes>);
+
+#[cfg(test)]
+impl tokio::io::AsyncWrite for ChannelWriter {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let sent = self.0.send(Bytes::copy_from_slice(buf));
+        std::task::Poll::Ready(match sent {
+            Ok(()) => Ok(buf.len()),
+            Err(_) => Err(std::io::ErrorKind::BrokenPipe.into()),
+        })
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
 impl ServerChild {
     /// Start `cmd` (from `PreparedJail::command`, so the jail applies) with piped stdin/stdout.
     pub fn spawn(mut cmd: Command, max_line: usize) -> std::io::Result<ServerChild> {
@@ -116,7 +151,7 @@ impl ServerChild {
             .stdout
             .take()
             .ok_or_else(|| std::io::Error::other("the server's stdout was not piped"))?;
-        let mut stdin = process
+        let stdin = process
             .stdin
             .take()
             .ok_or_else(|| std::io::Error::other("the server's stdin was not piped"))?;
@@ -128,27 +163,18 @@ impl ServerChild {
             stderr.into_owned_fd()?,
         )?));
         let stderr_task = tokio::spawn(copy_stderr(stderr.clone()));
-        let (tx, mut rx) = mpsc::unbounded_channel::<Bytes>();
-        tokio::spawn(async move {
-            while let Some(msg) = rx.recv().await {
-                if stdin.write_all(&msg).await.is_err() {
-                    break;
-                }
-                while let Ok(more) = rx.try_recv() {
-                    if stdin.write_all(&more).await.is_err() {
-                        return;
-                    }
-                }
-                if stdin.flush().await.is_err() {
-                    break;
-                }
-            }
-            // Dropping `stdin` here is what closes the server's input.
-        });
+        // tokio's pipe is non-blocking; the duplicate shares that. It closes with the outbox,
+        // the writer task's with the task: the server sees EOF once both are gone.
+        let direct = {
+            use std::os::fd::AsFd;
+            stdin.as_fd().try_clone_to_owned().ok()
+        };
+        // Its writer task ends (closing the server's input) once the outbox is dropped.
+        let (stdin, _) = Outbox::start(stdin, direct);
         Ok(ServerChild {
             process: Process::Os(process),
             pid,
-            stdin: Some(tx),
+            stdin: Some(stdin),
             stdout: server_reader(Box::new(stdout), max_line),
             stdout_eof: false,
             status: None,
@@ -168,6 +194,7 @@ impl ServerChild {
     #[cfg(test)]
     pub fn fake(max_line: usize) -> (ServerChild, FakeServer) {
         let (tx, stdin) = mpsc::unbounded_channel::<Bytes>();
+        let (tx, _) = Outbox::start(ChannelWriter(tx), None);
         let (ours, theirs) = tokio::io::duplex(64 * 1024);
         let (exit, exit_rx) = tokio::sync::oneshot::channel();
         let (sig_tx, signals) = mpsc::unbounded_channel();
@@ -222,8 +249,8 @@ impl ServerChild {
     /// Queue one message for the server (dropped silently if its stdin is already closed: the
     /// router learns about a dead server from its stdout and exit status).
     pub fn send(&self, msg: Bytes) {
-        if let Some(tx) = &self.stdin {
-            let _ = tx.send(msg);
+        if let Some(stdin) = &self.stdin {
+            stdin.send(msg);
         }
     }
 

@@ -12,6 +12,8 @@
 //! * [`audit`] — `--log` lines and `--log-file` JSON lines, with secrets redacted;
 //! * `child` — the server process behind the jail, its stderr copied to ours and its tail kept
 //!   for [`crate::sandbox::explain_failure`]; [`stdio`] — our stdin/stdout on the reactor;
+//!   `outbox` — messages to the client and to the server, written at once or queued, and the
+//!   backpressure on the client's side;
 //! * [`egress`] — the egress proxy a jailed server reaches the network through, by name
 //!   (`--allow-domain`), with every request logged;
 //! * [`pinning`] — tool pins: changed tools reported, hidden and refused (`--pin`);
@@ -34,6 +36,7 @@ mod era;
 pub mod framing;
 mod integrity;
 pub mod message;
+mod outbox;
 pub mod pinning;
 pub(crate) mod router;
 #[cfg(unix)]

@@ -117,15 +117,16 @@ impl Pinning {
 
         if !diff.added.is_empty() {
             let names = shown_names(&diff.added);
+            // The record first, then the lines on stderr: whoever sees a line finds the record.
+            log.event(
+                "pin",
+                json!({"change": "added", "tools": diff.added, "pin_file": store.path()}),
+            );
             tracing::info!("pinned {} new tool(s): {names}", diff.added.len());
             log.note(&format!(
                 "pins: pinned {} new tool(s) on first sight: {names}",
                 diff.added.len()
             ));
-            log.event(
-                "pin",
-                json!({"change": "added", "tools": diff.added, "pin_file": store.path()}),
-            );
         }
         for name in &diff.changed {
             let hash = tools
@@ -142,6 +143,11 @@ impl Pinning {
                 _ => "still offered to the client (--pin warn)",
             };
             let approve = self.approve_command(name);
+            log.event(
+                "pin",
+                json!({"change": "changed", "tool": name, "hash": hash,
+                       "blocked": self.mode == PinMode::Block, "approve": approve}),
+            );
             tracing::warn!(
                 "tool {} of server {} changed since it was pinned (description, input schema or \
                  annotations): {consequence}; review it with `mcpjail pin list {}` and accept it \
@@ -154,11 +160,6 @@ impl Pinning {
                 "pins: tool {} CHANGED since it was pinned: {consequence}; approve with `{approve}`",
                 shown(name)
             ));
-            log.event(
-                "pin",
-                json!({"change": "changed", "tool": name, "hash": hash,
-                       "blocked": self.mode == PinMode::Block, "approve": approve}),
-            );
         }
 
         if own {
@@ -192,12 +193,12 @@ impl Pinning {
             return;
         }
         let names = shown_names(&removed);
+        log.event("pin", json!({"change": "removed", "tools": &removed}));
         tracing::info!("pinned tool(s) no longer listed: {names}");
         log.note(&format!(
             "pins: {} pinned tool(s) no longer listed (their pins are kept): {names}",
             removed.len()
         ));
-        log.event("pin", json!({"change": "removed", "tools": removed}));
     }
 
     /// The name messages give `mcpjail pin`: the label while it names this server's pins

@@ -18,17 +18,22 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 pub type ClientReader = Pin<Box<dyn AsyncRead + Send>>;
 pub type ClientWriter = Pin<Box<dyn AsyncWrite + Send>>;
 
-/// Our stdin and stdout, reactor-driven where possible.
-pub fn client_stdio() -> (ClientReader, ClientWriter) {
+/// Our stdin and stdout, reactor-driven where possible, and (when stdout is a pipe or socket)
+/// a duplicate of stdout's non-blocking descriptor, for writing at once when nothing is
+/// queued (see `proxy::outbox`).
+pub fn client_stdio() -> (ClientReader, ClientWriter, Option<OwnedFd>) {
     let reader: ClientReader = match reactor_fd(io::stdin().as_fd()) {
         Some(fd) => Box::pin(PipeReader(fd)),
         None => Box::pin(tokio::io::stdin()),
     };
-    let writer: ClientWriter = match reactor_fd(io::stdout().as_fd()) {
-        Some(fd) => Box::pin(PipeWriter(fd)),
-        None => Box::pin(tokio::io::stdout()),
+    let (writer, direct): (ClientWriter, _) = match reactor_fd(io::stdout().as_fd()) {
+        Some(fd) => {
+            let direct = fd.get_ref().try_clone().ok();
+            (Box::pin(PipeWriter(fd)), direct)
+        }
+        None => (Box::pin(tokio::io::stdout()), None),
     };
-    (reader, writer)
+    (reader, writer, direct)
 }
 
 /// A non-blocking duplicate of `fd` registered with the reactor, if it is a pipe or socket.

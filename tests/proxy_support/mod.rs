@@ -238,6 +238,23 @@ impl Session {
         self.response_to(&json!(id))
     }
 
+    /// The responses to all of `ids`, in whatever order they come: an answer the proxy gives
+    /// itself (a refusal) may overtake the server's answer to an earlier request, as JSON-RPC
+    /// allows. Other messages are skipped.
+    pub fn responses_to(&mut self, ids: &[Value]) -> Vec<Value> {
+        let mut got: Vec<Option<Value>> = vec![None; ids.len()];
+        while got.iter().any(Option::is_none) {
+            let msg = self.recv();
+            if msg.get("method").is_some() {
+                continue;
+            }
+            if let Some(i) = ids.iter().position(|id| msg.get("id") == Some(id)) {
+                got[i] = Some(msg);
+            }
+        }
+        got.into_iter().flatten().collect()
+    }
+
     pub fn response_to(&mut self, id: &Value) -> Value {
         loop {
             let msg = self.recv();

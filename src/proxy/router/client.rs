@@ -16,10 +16,10 @@ use super::super::integrity::{self, Side};
 use super::super::message::{self, code, Envelope, Malformed};
 use super::super::DenyMode;
 use super::call::{self, Checked, Unjudgeable};
-use super::outbox::terminated;
 use super::records::{self, Outcome};
 use super::server::cancelled_request;
 use super::{Kind, Pending, Router};
+use crate::proxy::outbox::terminated;
 
 impl Router {
     /// Keep a client frame for later, in order; a full queue refuses it (fail closed).

@@ -7,9 +7,9 @@ use tokio::io::AsyncRead;
 
 use super::super::framing::{Frame, FramedReader};
 use super::super::message::{self, code};
-use super::outbox;
 use super::records::{self, Outcome};
 use super::{Pending, Router};
+use crate::proxy::outbox;
 
 impl Router {
     /// Answer every request the server has not answered with an internal error (oldest first)

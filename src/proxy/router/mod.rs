@@ -3,7 +3,6 @@
 //! state; each job has its own module:
 //!
 //! * [`session`] — the loop over both sides, and how the session ends;
-//! * [`outbox`] — the queue to the client and backpressure;
 //! * [`client`] — client → server: validation, judging checked requests (parsed once, in
 //!   [`call`]), holding frames that must wait;
 //! * [`records`] — audit records, opened and closed in one place each;
@@ -32,7 +31,6 @@ pub(crate) mod call;
 mod catalogue;
 mod client;
 mod failure;
-mod outbox;
 mod records;
 mod roots;
 mod server;
@@ -91,7 +89,7 @@ struct Router {
     ctx: ResolveContext,
     scope: Scope,
     log: CallLog,
-    out: outbox::ClientOut,
+    out: crate::proxy::outbox::Outbox,
     catalogue: catalogue::Catalogue,
     /// Client requests forwarded to the server, not answered yet (at most
     /// [`super::integrity::MAX_PENDING`]). The only ids a server response may carry.

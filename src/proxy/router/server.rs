@@ -11,9 +11,9 @@ use super::super::child::ServerChild;
 use super::super::framing::Frame;
 use super::super::integrity::{self, Side};
 use super::super::message::{self, code};
-use super::outbox::terminated;
 use super::records::{self, Outcome};
 use super::{Kind, Own, Router, Streaming, MAX_UNFLAGGED_ERROR_TEXT};
+use crate::proxy::outbox::terminated;
 
 impl Router {
     pub(super) fn on_server_frame(&mut self, frame: Frame, child: &mut ServerChild) {

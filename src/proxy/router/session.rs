@@ -18,10 +18,10 @@ use super::super::integrity::Violations;
 use super::super::pinning::Pinning;
 use super::super::{ProxyConfig, ProxyError};
 use super::catalogue::Catalogue;
-use super::outbox::{ClientOut, OUT_CLIENT_HIGH_WATER};
 use super::roots::{reap, Roots};
 use super::{kernel_stops_writes, note_jail, start_server, Launch, Router};
 use crate::policy::ResolveContext;
+use crate::proxy::outbox::{Outbox, OUT_CLIENT_HIGH_WATER};
 
 /// How long, after the server exited, its stderr copy may take to reach the end of the pipe
 /// (longer only if a descendant still holds it open).
@@ -48,10 +48,14 @@ const SIGNALS_FORWARDED: u8 = 2;
 /// Run the proxy over the given client streams until the session ends; the result is the exit
 /// code (the server's status). `signals` carries the signals the proxy received (SIGINT,
 /// SIGTERM: a parameter so tests can send them); each is passed on to the server.
+/// `client_direct` is `client_out`'s own pipe in non-blocking mode, if it is one (see
+/// [`crate::proxy::stdio::client_stdio`]): answers are then written at once when nothing is
+/// queued (see `outbox`).
 pub async fn run<R, W>(
     config: ProxyConfig,
     client_in: R,
     client_out: W,
+    client_direct: Option<std::os::fd::OwnedFd>,
     signals: mpsc::UnboundedReceiver<i32>,
 ) -> Result<i32, ProxyError>
 where
@@ -59,7 +63,15 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let launch: Launch = Box::new(|jail, max_line| ServerChild::spawn(jail.command(), max_line));
-    run_with(config, client_in, client_out, signals, launch).await
+    run_with(
+        config,
+        client_in,
+        client_out,
+        client_direct,
+        signals,
+        launch,
+    )
+    .await
 }
 
 /// With `--allow-domain` rules and a jail, start the egress proxy and point the jail at it: the
@@ -103,6 +115,7 @@ pub(super) async fn run_with<R, W>(
     config: ProxyConfig,
     client_in: R,
     client_out: W,
+    client_direct: Option<std::os::fd::OwnedFd>,
     mut signals: mpsc::UnboundedReceiver<i32>,
     mut launch: Launch,
 ) -> Result<i32, ProxyError>
@@ -148,7 +161,7 @@ where
     let scope = config.scope.clone();
     let (jail, spawned) = start_server(&mut launch, jail, &scope, &mut config, &log);
 
-    let (out, writer) = ClientOut::start(client_out);
+    let (out, writer) = Outbox::start(client_out, client_direct);
     let counter = out.counter.clone();
     let mut client = FramedReader::new(client_in, config.max_line_bytes);
     let command_line = config.command.join(" ");

@@ -81,7 +81,9 @@ impl Harness {
             Ok(child)
         });
         let (signals, signal_rx) = mpsc::unbounded_channel();
-        let session = tokio::spawn(run_with(cfg, client_in, client_out, signal_rx, launch));
+        let session = tokio::spawn(run_with(
+            cfg, client_in, client_out, None, signal_rx, launch,
+        ));
         Harness {
             to_proxy: Some(to_proxy),
             from_proxy: BufReader::new(from_proxy),
