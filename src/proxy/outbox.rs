@@ -154,3 +154,76 @@ impl Outbox {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    /// A pipe whose write end is an outbox (writer task over tokio's pipe, `direct` a duplicate
+    /// of it), the kernel's buffer shrunk to `size`; and the read end, non-blocking.
+    fn outbox_over_pipe(size: libc::c_int) -> (Outbox, tokio::task::JoinHandle<()>, OwnedFd) {
+        let (read, write) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_CLOEXEC)
+                .expect("pipe");
+        // SAFETY: fcntl on a descriptor we own, integer argument.
+        unsafe { libc::fcntl(write.as_fd().as_raw_fd(), libc::F_SETPIPE_SZ, size) };
+        let direct = write.try_clone().expect("dup");
+        let sender = tokio::net::unix::pipe::Sender::from_owned_fd(write).expect("tokio pipe");
+        let (out, task) = Outbox::start(sender, Some(direct));
+        (out, task, read)
+    }
+
+    /// What the pipe holds right now, without waiting.
+    fn available(read: &OwnedFd) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = nix::unistd::read(read, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+        out
+    }
+
+    use std::os::fd::AsRawFd;
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_idle_outbox_writes_at_once_without_its_task() {
+        let (out, _task, read) = outbox_over_pipe(4096);
+        out.send(Bytes::from_static(b"one\n"));
+        // No yield: the writer task has not run, yet the bytes are in the pipe.
+        assert_eq!(available(&read), b"one\n");
+        assert_eq!(out.counter.queued.load(Ordering::Relaxed), 0);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn what_the_pipe_does_not_take_is_queued_and_later_messages_keep_their_order() {
+        let (out, task, read) = outbox_over_pipe(4096);
+        // Longer than the pipe: written in part now, the rest queued; the next messages must
+        // not overtake it, though the pipe has room for them once it is read.
+        let long: Vec<u8> = (0..10_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        out.send(Bytes::from(long.clone()));
+        let first = available(&read);
+        assert!(
+            !first.is_empty() && first.len() < long.len(),
+            "{}",
+            first.len()
+        );
+        out.send(Bytes::from_static(b"second\n"));
+        out.send(Bytes::from_static(b"third\n"));
+        assert!(out.counter.queued.load(Ordering::Relaxed) > 0);
+        drop(out);
+        let mut got = first;
+        let reader = tokio::net::unix::pipe::Receiver::from_owned_fd(read).expect("tokio pipe");
+        let mut reader = reader;
+        tokio::io::AsyncReadExt::read_to_end(&mut reader, &mut got)
+            .await
+            .expect("read");
+        task.await.expect("writer task");
+        let mut want = long;
+        want.extend_from_slice(b"second\nthird\n");
+        assert_eq!(got, want);
+    }
+}
