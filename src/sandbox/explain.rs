@@ -351,6 +351,14 @@ pub fn refused_in(jail: &PreparedJail, scope: &Scope, text: &str) -> Vec<Refused
     out
 }
 
+/// Can a raw JSON line name an absolute path at all? Only absolute paths are judged (see
+/// [`refused_in`]), and one needs a `/` in the line, or a `\` if the server escaped it
+/// (`\u002f`). One vector pass, before the automaton's table step per byte: most results (of
+/// a tool that does not deal in paths) stop here.
+pub fn may_name_a_path(line: &[u8]) -> bool {
+    memchr::memchr2(b'/', b'\\', line).is_some()
+}
+
 /// Does `text` mention a permission error at all (cheap, before any parsing)? This runs on
 /// every `tools/call` result, so all needles are searched in one pass of one automaton (a
 /// search per needle rescanned every `e` of an ordinary answer six times).
@@ -734,6 +742,11 @@ mod tests {
 
     #[test]
     fn a_permission_error_is_noticed_in_any_case() {
+        assert!(may_name_a_path(br#"{"text":"EACCES: open '/etc/x'"}"#));
+        assert!(may_name_a_path(
+            br#"{"text":"EACCES: open '\u002fetc\u002fx'"}"#
+        ));
+        assert!(!may_name_a_path(br#"{"text":"EACCES: permission denied"}"#));
         assert!(mentions_permission_error(b"x EACCES y"));
         assert!(mentions_permission_error(b"Operation Not Permitted"));
         assert!(!mentions_permission_error(b"No such file or directory"));

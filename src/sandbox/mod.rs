@@ -39,8 +39,8 @@ use std::path::{Path, PathBuf};
 use crate::policy::{Scope, ScopeSource};
 
 pub use explain::{
-    explain_failure, explain_start_failure, mentions_permission_error, refused_in, Cause,
-    Explanation, Fix, Needed, Refused,
+    explain_failure, explain_start_failure, may_name_a_path, mentions_permission_error, refused_in,
+    Cause, Explanation, Fix, Needed, Refused,
 };
 pub use kinds::{
     check_recorded as check_recorded_kinds, kind_of, observe as observe_kinds, PathKind,

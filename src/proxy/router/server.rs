@@ -289,7 +289,9 @@ impl Router {
         child: &ServerChild,
     ) -> Option<(Bytes, String)> {
         let jail = child.jail.as_ref()?;
-        if !crate::sandbox::mentions_permission_error(line) {
+        if !crate::sandbox::may_name_a_path(line)
+            || !crate::sandbox::mentions_permission_error(line)
+        {
             return None;
         }
         let mut msg: Value = serde_json::from_slice(Frame::content(line)).ok()?;
