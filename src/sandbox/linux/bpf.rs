@@ -23,6 +23,7 @@ const LD_W_ABS: u16 = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
 const JMP_JA: u16 = (libc::BPF_JMP | libc::BPF_JA) as u16;
 const JMP_JEQ_K: u16 = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
 const JMP_JGE_K: u16 = (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16;
+const JMP_JGT_K: u16 = (libc::BPF_JMP | libc::BPF_JGT | libc::BPF_K) as u16;
 const RET_K: u16 = (libc::BPF_RET | libc::BPF_K) as u16;
 
 /// What a ruled syscall number leads to.
@@ -79,7 +80,23 @@ pub fn with_dispatch(
     }
     // Layout: [arch check] [load nr] [range check] [search tree] [ja program] [ret otherwise]
     // [ret ...] [program]. Every jump goes forward; every target lies right after the tree.
-    let tree_len = 2 * sorted.len() - 1;
+    // Neighbouring numbers with the same answer are one range (the refused syscalls come in
+    // runs: the mount family, the keyring calls, io_uring): fewer leaves, a shorter program,
+    // and the kernel compiles (JITs) every instruction of it at each attach.
+    let mut ranges: Vec<Range> = Vec::new();
+    for (nr, leaf) in &sorted {
+        match ranges.last_mut() {
+            Some(last) if last.leaf == *leaf && last.hi.checked_add(1) == Some(*nr) => {
+                last.hi = *nr;
+            }
+            _ => ranges.push(Range {
+                lo: *nr,
+                hi: *nr,
+                leaf: *leaf,
+            }),
+        }
+    }
+    let tree_len = tree_len(&ranges);
     let tree_start = 4;
     let to_program = tree_start + tree_len;
     let to_otherwise = to_program + 1;
@@ -93,7 +110,7 @@ pub fn with_dispatch(
     out.push(jump(JMP_JEQ_K, arch, 0, far(1, to_program)?));
     out.push(stmt(LD_W_ABS, OFFSET_NR));
     out.push(jump(JMP_JGE_K, refuse_from, far(3, first_return)?, 0));
-    emit_tree(&sorted, &mut out, |at, leaf| match leaf {
+    emit_tree(&ranges, &mut out, |at, leaf| match leaf {
         Leaf::Program => far(at, to_program),
         Leaf::Return(action) => {
             let i = returns.iter().position(|a| *a == action)?;
@@ -117,25 +134,53 @@ pub fn with_dispatch(
 /// leaf)` says (a forward offset from that index), its "no" to the instruction after the tree's
 /// `ja program` (the default answer). `None` if an offset does not fit.
 fn emit_tree(
-    sorted: &[(u32, Leaf)],
+    ranges: &[Range],
     out: &mut Vec<libc::sock_filter>,
     target: impl Fn(usize, Leaf) -> Option<u8> + Copy,
 ) -> Option<()> {
-    if let [(nr, leaf)] = sorted {
+    if let [r] = ranges {
         let at = out.len();
-        let yes = target(at, *leaf)?;
         // The default answer is one past the `ja program` that `target(.., Program)` reaches.
-        let no = target(at, Leaf::Program)?.checked_add(1)?;
-        out.push(jump(JMP_JEQ_K, *nr, yes, no));
+        let no = |at: usize| target(at, Leaf::Program)?.checked_add(1);
+        if r.lo == r.hi {
+            out.push(jump(JMP_JEQ_K, r.lo, target(at, r.leaf)?, no(at)?));
+        } else {
+            // lo <= nr <= hi. (The search has only ruled out numbers above the range, not
+            // below it: the leftmost leaf of a subtree inherits no lower bound.)
+            out.push(jump(JMP_JGE_K, r.lo, 0, no(at)?));
+            out.push(jump(JMP_JGT_K, r.hi, no(at + 1)?, target(at + 1, r.leaf)?));
+        }
         return Some(());
     }
-    let mid = sorted.len() / 2;
-    let (left, right) = sorted.split_at(mid);
-    let left_len = 2 * left.len() - 1;
+    let mid = ranges.len() / 2;
+    let (left, right) = ranges.split_at(mid);
     // nr >= right's smallest: skip the left subtree.
-    out.push(jump(JMP_JGE_K, right[0].0, u8::try_from(left_len).ok()?, 0));
+    out.push(jump(
+        JMP_JGE_K,
+        right[0].lo,
+        u8::try_from(tree_len(left)).ok()?,
+        0,
+    ));
     emit_tree(left, out, target)?;
     emit_tree(right, out, target)
+}
+
+/// Numbers `lo..=hi` that all lead to `leaf`.
+#[derive(Debug, Clone, Copy)]
+struct Range {
+    lo: u32,
+    hi: u32,
+    leaf: Leaf,
+}
+
+/// Instructions of the search over `ranges`: one per split, one per single number, two per
+/// range of several.
+fn tree_len(ranges: &[Range]) -> usize {
+    let leaves: usize = ranges
+        .iter()
+        .map(|r| if r.lo == r.hi { 1 } else { 2 })
+        .sum();
+    leaves + ranges.len() - 1
 }
 
 /// A classic-BPF evaluator for the instructions seccomp programs here use, for tests: the
@@ -274,9 +319,19 @@ mod tests {
 
     #[test]
     fn a_search_too_large_for_8_bit_jumps_is_refused() {
-        let nrs: Vec<u32> = (0..200).collect();
+        // Every other number: no two make a range.
+        let nrs: Vec<u32> = (0..200).map(|n| 2 * n).collect();
         let leaves: Vec<(u32, Leaf)> = nrs.iter().map(|nr| (*nr, Leaf::Program)).collect();
         assert!(with_dispatch(&linear(&nrs), ARCH, (X32, EPERM), &leaves, ALLOW).is_none());
+        // The same count in one run is one range, and fits.
+        let run: Vec<u32> = (0..200).collect();
+        let leaves: Vec<(u32, Leaf)> = run.iter().map(|nr| (*nr, Leaf::Program)).collect();
+        let program = with_dispatch(&linear(&run), ARCH, (X32, EPERM), &leaves, ALLOW)
+            .expect("one range fits");
+        for nr in [0, 1, 100, 199, 200, 201, 5000] {
+            let (want, _) = evaluate(&linear(&run), nr, ARCH, [0; 6]);
+            assert_eq!(evaluate(&program, nr, ARCH, [0; 6]).0, want, "nr {nr}");
+        }
         let twice = [(1, Leaf::Program), (1, Leaf::Program)];
         assert!(with_dispatch(&linear(&[1]), ARCH, (X32, EPERM), &twice, ALLOW).is_none());
     }
