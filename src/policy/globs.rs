@@ -81,6 +81,25 @@ fn is_literal(s: &str) -> bool {
     !s.is_empty() && !s.contains(['*', '?', '[', ']', '{', '}', '\\'])
 }
 
+/// `P/**` → (`P`, true); anything else → (itself, false).
+fn split_subtree(pattern: &str) -> (&str, bool) {
+    match pattern.strip_suffix("/**") {
+        Some(inner) => (inner, true),
+        None => (pattern, false),
+    }
+}
+
+/// `/body`, and `/body/` for a subtree.
+fn slashed(body: &str, subtree: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len() + 2);
+    out.push(b'/');
+    out.extend_from_slice(body.as_bytes());
+    if subtree {
+        out.push(b'/');
+    }
+    out
+}
+
 /// A literal path without empty, leading or trailing components.
 fn is_plain_path(body: &str) -> bool {
     is_literal(body) && !body.starts_with('/') && !body.ends_with('/') && !body.contains("//")
@@ -90,26 +109,14 @@ impl ByHand {
     /// `pattern` as one of the hand-matched forms, if it is one.
     fn parse(pattern: &str, literal_separator: bool, owner: usize) -> Option<ByHand> {
         if let Some(absolute) = pattern.strip_prefix('/') {
-            let (body, subtree) = match absolute.strip_suffix("/**") {
-                Some(inner) => (inner, true),
-                None => (absolute, false),
-            };
+            let (body, subtree) = split_subtree(absolute);
             if !is_plain_path(body) {
                 return None;
             }
-            let mut exact = Vec::with_capacity(body.len() + 2);
-            exact.push(b'/');
-            exact.extend_from_slice(body.as_bytes());
-            if subtree {
-                exact.push(b'/');
-            }
+            let exact = slashed(body, subtree);
             return Some(ByHand::Absolute { exact, owner });
         }
-        let rest = pattern.strip_prefix("**/")?;
-        let (body, subtree) = match rest.strip_suffix("/**") {
-            Some(inner) => (inner, true),
-            None => (rest, false),
-        };
+        let (body, subtree) = split_subtree(pattern.strip_prefix("**/")?);
         if let Some(suffix) = body.strip_prefix('*') {
             if is_literal(suffix) && !suffix.contains('/') {
                 return Some(ByHand::NameSuffix {
@@ -147,13 +154,10 @@ impl ByHand {
         if !is_plain_path(body) {
             return None;
         }
-        let mut slashed = Vec::with_capacity(body.len() + 2);
-        slashed.push(b'/');
-        slashed.extend_from_slice(body.as_bytes());
-        if subtree {
-            slashed.push(b'/');
-        }
-        Some(ByHand::Tail { slashed, owner })
+        Some(ByHand::Tail {
+            slashed: slashed(body, subtree),
+            owner,
+        })
     }
 
     fn owner(&self) -> usize {
@@ -181,8 +185,7 @@ impl ByHand {
                 suffix, subtree, ..
             } => {
                 if *subtree {
-                    path.windows(suffix.len() + 1)
-                        .any(|w| w.ends_with(b"/") && w[..suffix.len()] == suffix[..])
+                    has_before_slash(path, suffix)
                 } else {
                     path.ends_with(suffix)
                 }
@@ -193,23 +196,14 @@ impl ByHand {
                 subtree,
                 literal_separator,
                 ..
-            } => (0..path.len()).any(|i| {
-                let at_component = i == 0 || path[i - 1] == b'/';
-                if !at_component || !path[i..].starts_with(head) {
-                    return false;
-                }
-                let after = &path[i + head.len()..];
-                match (subtree, literal_separator) {
-                    (false, false) => after.ends_with(tail),
-                    (false, true) => after.ends_with(tail) && !after.contains(&b'/'),
-                    (true, false) => after
-                        .windows(tail.len() + 1)
-                        .any(|w| w.ends_with(b"/") && w[..tail.len()] == tail[..]),
-                    (true, true) => match after.iter().position(|b| *b == b'/') {
-                        Some(k) => after[..k].ends_with(tail),
-                        None => false,
-                    },
-                }
+            } => rests_after(path, head).any(|after| match (subtree, literal_separator) {
+                (false, false) => after.ends_with(tail),
+                (false, true) => after.ends_with(tail) && !after.contains(&b'/'),
+                (true, false) => has_before_slash(after, tail),
+                (true, true) => match after.iter().position(|b| *b == b'/') {
+                    Some(k) => after[..k].ends_with(tail),
+                    None => false,
+                },
             }),
             ByHand::Absolute { exact, .. } => {
                 if exact.ends_with(b"/") {
@@ -223,20 +217,28 @@ impl ByHand {
                 subtree,
                 literal_separator,
                 ..
-            } => (0..path.len()).any(|i| {
-                let at_component = i == 0 || path[i - 1] == b'/';
-                if !at_component || !path[i..].starts_with(name) {
-                    return false;
-                }
-                let after = &path[i + name.len()..];
-                match (subtree, literal_separator) {
-                    (false, false) => true,
-                    (false, true) => !after.contains(&b'/'),
-                    (true, _) => after.contains(&b'/'),
-                }
+            } => rests_after(path, name).any(|after| match (subtree, literal_separator) {
+                (false, false) => true,
+                (false, true) => !after.contains(&b'/'),
+                (true, _) => after.contains(&b'/'),
             }),
         }
     }
+}
+
+/// What follows each place a component of `path` starts with `lit` (globset's
+/// `(?:/?|.*/)lit`).
+fn rests_after<'a>(path: &'a [u8], lit: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
+    (0..path.len()).filter_map(move |i| {
+        let at_component = i == 0 || path[i - 1] == b'/';
+        (at_component && path[i..].starts_with(lit)).then(|| &path[i + lit.len()..])
+    })
+}
+
+/// Does `lit` followed by `/` occur in `hay`?
+fn has_before_slash(hay: &[u8], lit: &[u8]) -> bool {
+    hay.windows(lit.len() + 1)
+        .any(|w| w.ends_with(b"/") && w[..lit.len()] == lit[..])
 }
 
 /// Builds a [`Compiled`]: each pattern is matched by hand if it has a [`ByHand`] form, or else
