@@ -52,10 +52,8 @@ pub(super) struct Catalogue {
     /// The last page of the proxy's own fetch, as the server wrote its `result`.
     last_own_page: Option<String>,
     /// The client said `notifications/initialized`: the fetch starts once the client's
-    /// messages that came with it are forwarded (see [`Router::start_due_fetch`]).
+    /// messages that came with it are forwarded (see [`Catalogue::fetch_when_client_paused`]).
     due: bool,
-    /// A client's listing that was forwarded unchanged and is not learnt yet.
-    unlearnt: Option<String>,
 }
 
 impl Catalogue {
@@ -65,7 +63,6 @@ impl Catalogue {
             fetch: Fetch::Unknown,
             last_own_page: None,
             due: false,
-            unlearnt: None,
         }
     }
 
@@ -80,19 +77,12 @@ impl Catalogue {
         self.due
     }
 
-    /// Learn a client's listing (its `result`) once it is written: the session loop lets the
-    /// client's writer run, then learns it before it reads the next message, so no call is
-    /// judged without it (see [`Router::learn_forwarded_listing`]).
-    pub fn learn_later(&mut self, result: &str) {
-        self.unlearnt = Some(result.to_string());
-    }
-
-    /// Is a forwarded listing waiting to be learnt?
-    pub fn has_unlearnt(&self) -> bool {
-        self.unlearnt.is_some()
-    }
-
-    /// Start the fetch once the client's buffered messages are forwarded.
+    /// After `notifications/initialized`: the fetch goes to the server once the client's
+    /// messages that arrived with it have been forwarded (the session loop starts it when no
+    /// whole line of the client's is buffered). A client that sends `initialized` and its own
+    /// `tools/list` together gets its listing first: the server is not made to produce the
+    /// proxy's copy before the one the client waits for. A `tools/call` that needs the list
+    /// before then starts the fetch itself.
     pub fn fetch_when_client_paused(&mut self) {
         self.due = true;
     }
@@ -166,25 +156,6 @@ impl Router {
         self.own_to_server
             .insert(Value::String(id).to_string(), Own::ToolsList);
         child.send(Bytes::from(line));
-    }
-
-    /// After `notifications/initialized`, the fetch is due; it goes to the server once the
-    /// client's messages that arrived with it have been forwarded (the session loop calls this
-    /// when no whole line of the client's is buffered). A client that sends `initialized` and
-    /// its own `tools/list` together gets its listing first: the server is not made to produce
-    /// the proxy's copy before the one the client waits for. A `tools/call` that needs the
-    /// list before then starts the fetch itself.
-    pub(super) fn start_due_fetch(&mut self, child: &mut ServerChild) {
-        if self.catalogue.due {
-            self.start_fetch(child);
-        }
-    }
-
-    /// Learn the listing [`Catalogue::learn_later`] kept, if any.
-    pub(super) fn learn_forwarded_listing(&mut self) {
-        if let Some(result) = self.catalogue.unlearnt.take() {
-            let _ = self.learn_tools(&result, false);
-        }
     }
 
     /// The fetch took too long: waiting calls are judged by their values.

@@ -170,9 +170,9 @@ impl Router {
             return;
         };
         let mut rewritten = None;
-        // A listing the client gets unchanged goes to it first and is learnt right after it is
-        // written (see `Catalogue::learn_later`): the client does not wait for the proxy to
-        // derive every schema.
+        // A listing the client gets unchanged is written to it first (at once, see `outbox`) and
+        // learnt right after, before the next message is read: the client does not wait for
+        // the proxy to derive every schema.
         let mut learn_after = None;
         {
             if p.kind == Kind::ToolsList {
@@ -212,7 +212,7 @@ impl Router {
         self.out
             .send(rewritten.unwrap_or_else(|| terminated(line.clone())));
         if let Some(result) = learn_after {
-            self.catalogue.learn_later(result.get());
+            let _ = self.learn_tools(result.get(), false);
         }
     }
 

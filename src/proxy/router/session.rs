@@ -239,12 +239,6 @@ where
     let grace = router.config.grace;
 
     loop {
-        if router.catalogue.has_unlearnt() {
-            // The client's writer (a task) sends the listing while this one yields; learning
-            // it first would make the client wait for every schema to be derived.
-            tokio::task::yield_now().await;
-            router.learn_forwarded_listing();
-        }
         let fetch_deadline = router.catalogue.deadline();
         tokio::select! {
             sig = signals.recv(), if signals_open => {
@@ -305,7 +299,7 @@ where
             Some(rec) = net_decisions.recv() => router.log.net(&rec),
         }
         if router.catalogue.fetch_due() && !client.has_line() {
-            router.start_due_fetch(&mut child);
+            router.start_fetch(&mut child);
         }
         if let Some(scope) = router.respawn.take() {
             if let Some(old) = router.respawn_server(scope, &mut child) {
