@@ -113,14 +113,20 @@ fn rights_for(access: GrantAccess, is_dir: bool) -> BitFlags<AccessFs> {
 }
 
 /// `path` opened (`O_PATH`) if it is absolute, has no `..`, and no symlink lies anywhere on
-/// the way: then it is its own canonical form. `None` otherwise, or on any error.
-fn open_if_canonical(path: &std::path::Path) -> Option<OwnedFd> {
+/// the way: then it is its own canonical form. `Some(Err)` for `ENOENT`: with no symlink before
+/// the missing name, canonicalising would find nothing more. `None` sends the grant the long
+/// way (a symlink on the way, another error).
+fn open_if_canonical(path: &std::path::Path) -> Option<std::io::Result<OwnedFd>> {
     use std::path::Component;
     if !path.is_absolute() || path.components().any(|c| c == Component::ParentDir) {
         return None;
     }
     let c_path = CString::new(path.as_os_str().as_bytes()).ok()?;
-    sys::open_exact(&c_path).ok()
+    match sys::open_exact(&c_path) {
+        Ok(fd) => Some(Ok(fd)),
+        Err(err) if err.raw_os_error() == Some(libc::ENOENT) => Some(Err(err)),
+        Err(_) => None,
+    }
 }
 
 /// The rule for an opened grant: its rights, narrowed to a file's if it is not a directory.
@@ -155,10 +161,18 @@ impl LandlockPlan {
         for grant in grants {
             // Most grants (`/usr`, `/etc/ssl`, the scope) are canonical already: one open with
             // no symlink allowed proves it, where canonicalising first costs a readlink per
-            // component. Anything else takes the long way below.
-            if let Some(fd) = open_if_canonical(&grant.path) {
-                rules.push(rule_for(fd, grant)?);
-                continue;
+            // component. A missing grant (another distribution's certificate paths) is settled
+            // by the same open. Anything else takes the long way below.
+            match open_if_canonical(&grant.path) {
+                Some(Ok(fd)) => {
+                    rules.push(rule_for(fd, grant)?);
+                    continue;
+                }
+                Some(Err(err)) => {
+                    notes.push(format!("{} not granted ({err})", grant.path.display()));
+                    continue;
+                }
+                None => {}
             }
             let canonical = match std::fs::canonicalize(&grant.path) {
                 Ok(p) => p,
