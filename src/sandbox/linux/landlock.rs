@@ -440,6 +440,40 @@ mod tests {
         (t, base)
     }
 
+    /// A missing grant is noted, whether the open finds it missing (no symlink on the way) or
+    /// only canonicalising can tell (a link above it): the two ways give the same note.
+    #[test]
+    fn a_missing_grant_is_noted_the_same_way_with_or_without_a_link_above_it() {
+        let (_t, base) = world();
+        std::os::unix::fs::symlink(base.join("outside"), base.join("link")).unwrap();
+        let plain = base.join("outside/missing/deeper");
+        let behind_link = base.join("link/missing");
+        let present = base.join("outside/secret");
+        let (plan, notes) = LandlockPlan::open(
+            &[
+                grant(&plain, "x"),
+                grant(&behind_link, "y"),
+                grant(&present, "z"),
+            ],
+            &NetRules::default(),
+            7,
+        )
+        .unwrap();
+        assert_eq!(
+            plan.rules.len(),
+            1,
+            "only the present file is granted: {notes:?}"
+        );
+        for missing in [&plain, &behind_link] {
+            let note = format!(
+                "{} not granted ({})",
+                missing.display(),
+                std::io::Error::from_raw_os_error(libc::ENOENT)
+            );
+            assert!(notes.contains(&note), "{note} not in {notes:?}");
+        }
+    }
+
     #[test]
     fn a_scope_path_swapped_for_a_symlink_before_the_open_is_not_granted() {
         let (_t, base) = world();
