@@ -1,14 +1,21 @@
-//! Proxy overhead, in one run (`cargo bench --bench proxy`): 10 000 sequential `echo`
+//! Proxy overhead, in one run (`cargo bench --bench proxy`): rounds of 10 000 sequential `echo`
 //! round-trips and one 10 MiB `big` result against the fixture server, direct vs through a
 //! zero-parse byte relay (`fixtures/byte_relay.rs`, the floor for anything in the middle) vs
 //! through `mcpjail-proxy --no-jail` vs through the jailed proxy. Prints the median added
 //! latency per round-trip, the wall ratios against direct and against the relay, and the
 //! proxy's peak RSS (VmHWM).
 //!
-//! Targets (issue 10): ≤ 1.15× the byte relay's wall for the 10 000 calls, ≤ 1.3× direct for
-//! the 10 MiB result, ≤ 15 MiB proxy peak RSS. The relay and proxy runs alternate (relay,
-//! proxy, relay, proxy…) and each ratio uses the median of its rounds, so a burst of load from
+//! Targets (issue 10): ≤ 1.15× the byte relay's wall for the calls, ≤ 1.3× direct for the
+//! 10 MiB result, ≤ 15 MiB proxy peak RSS. The relay and proxy runs alternate (relay, proxy,
+//! relay, proxy…) and each ratio uses the median of its rounds, so a burst of load from
 //! elsewhere on the machine lands on both sides instead of on one.
+//!
+//! With three processes on a 2-core machine, a call's time depends mostly on where the scheduler
+//! placed them: a wake-up on the other core costs ~20 µs in this VM, a hand-over on the same core
+//! ~3 µs, and the placement changes as the load balancer moves them (direct measured 10 µs a call
+//! in 2 000-call rounds, 53 µs in 10 000-call ones). So a last table runs the calls with every
+//! process on one CPU (`sched_setaffinity`, inherited by the children): no cross-core wake-ups,
+//! only the work each mode adds, the same in every round.
 //!
 //! A second table does the same sequential-call measurement against the real
 //! `@modelcontextprotocol/server-filesystem` (`read_text_file` of a small file in scope), where the
@@ -99,17 +106,31 @@ struct Figures {
     calls_wall: Duration,
     big_wall: Duration,
     rss_kib: Option<u64>,
-    /// Peak RSS after the 10 000 calls, before the 10 MiB result.
+    /// Peak RSS after the calls, before the 10 MiB result.
     rss_calls_kib: Option<u64>,
+}
+
+fn echo(i: usize) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hello {i}"}}}}}}"#
+    )
+}
+
+/// Mode `mode`'s command with the fixture told to write no stderr line per call
+/// (`FIXTURE_QUIET_CALLS`); the proxies are told to keep that variable (the jail scrubs the rest).
+fn quiet(mut cmd: Command, mode: usize) -> Command {
+    cmd.env("FIXTURE_QUIET_CALLS", "1");
+    if mode >= 2 {
+        let args: Vec<_> = cmd.get_args().map(|a| a.to_os_string()).collect();
+        cmd = Command::new(PROXY);
+        cmd.args(["--env-keep", "FIXTURE_QUIET_CALLS"]).args(args);
+        cmd.env("FIXTURE_QUIET_CALLS", "1");
+    }
+    cmd
 }
 
 fn measure(cmd: Command) -> Figures {
     let mut s = Session::start(cmd);
-    let echo = |i: usize| {
-        format!(
-            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hello {i}"}}}}}}"#
-        )
-    };
     for i in 1..=200 {
         s.roundtrip(&echo(i));
     }
@@ -153,7 +174,7 @@ fn proxy_cmd(scope: &std::path::Path, extra: &[&str]) -> Command {
     c
 }
 
-const ROUNDS: usize = 3;
+const ROUNDS: usize = 5;
 
 fn relay_cmd(scope: &std::path::Path) -> Command {
     let mut c = Command::new(RELAY);
@@ -179,10 +200,22 @@ fn modes() -> [Mode; 4] {
     ]
 }
 
-/// The round whose 10k-call wall is the median of `rounds` (its other figures come with it).
-fn median_round(mut rounds: Vec<Figures>) -> Figures {
-    rounds.sort_by_key(|f| f.calls_wall);
-    rounds.swap_remove(rounds.len() / 2)
+/// Each figure's median over `rounds`, taken on its own: the 10 MiB result's time is not the
+/// one that happened to come with the median calls.
+fn median_round(rounds: Vec<Figures>) -> Figures {
+    fn median<T: Ord + Copy>(rounds: &[Figures], field: impl Fn(&Figures) -> T) -> T {
+        let mut values: Vec<T> = rounds.iter().map(field).collect();
+        values.sort_unstable();
+        values[values.len() / 2]
+    }
+    Figures {
+        median: median(&rounds, |f| f.median),
+        p99: median(&rounds, |f| f.p99),
+        calls_wall: median(&rounds, |f| f.calls_wall),
+        big_wall: median(&rounds, |f| f.big_wall),
+        rss_kib: median(&rounds, |f| f.rss_kib),
+        rss_calls_kib: median(&rounds, |f| f.rss_calls_kib),
+    }
 }
 
 fn main() {
@@ -203,7 +236,7 @@ fn main() {
     let figures: Vec<Figures> = rounds.into_iter().map(median_round).collect();
     let (d, relay) = (&figures[0], &figures[1]);
     println!(
-        "\n{ROUNDS} alternating rounds of {CALLS} echo calls + one 10 MiB result; median round shown"
+        "\n{ROUNDS} alternating rounds of {CALLS} echo calls + one 10 MiB result; each figure the median of the rounds"
     );
     println!(
         "{:<18} {:>8} {:>8} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10}",
@@ -211,7 +244,7 @@ fn main() {
         "median",
         "p99",
         "added",
-        "10k wall",
+        "calls wall",
         "/direct",
         "/relay",
         "10MiB",
@@ -246,7 +279,7 @@ fn main() {
         let big_ratio = p.big_wall.as_secs_f64() / d.big_wall.as_secs_f64();
         let rss_ok = p.rss_kib.is_some_and(|k| k <= 15 * 1024);
         println!(
-            "  {name}: 10k ≤ 1.15× relay {} | 10MiB ≤ 1.3× direct {} | RSS ≤ 15MiB {} (after the calls, before the 10 MiB result: {})",
+            "  {name}: calls ≤ 1.15× relay {} | 10MiB ≤ 1.3× direct {} | RSS ≤ 15MiB {} (after the calls, before the 10 MiB result: {})",
             verdict(relay_ratio <= 1.15),
             verdict(big_ratio <= 1.3),
             verdict(rss_ok),
@@ -256,25 +289,87 @@ fn main() {
     quiet_table(&scope);
     startup_table(&scope);
     real_server_table();
+    pinned_table(&scope);
 }
 
-/// The 10 000 calls again against the fixture with `FIXTURE_QUIET_CALLS` (no stderr line per
+const PINNED_CALLS: usize = 3_000;
+const PINNED_ROUNDS: usize = 15;
+
+/// The quiet calls again with the bench and every process it starts on one CPU: the work each
+/// mode adds per call, free of where the scheduler puts three processes on two cores.
+fn pinned_table(scope: &std::path::Path) {
+    // SAFETY: plain libc calls on a cpu_set_t on this stack.
+    let (previous, ok) = unsafe {
+        let mut previous: libc::cpu_set_t = std::mem::zeroed();
+        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut previous);
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(0, &mut one);
+        let ok = libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) == 0;
+        (previous, ok)
+    };
+    if !ok {
+        println!("\npinned table: sched_setaffinity failed; skipped");
+        return;
+    }
+    let modes = modes();
+    let mut per_call: Vec<Vec<Duration>> = modes.iter().map(|_| Vec::new()).collect();
+    for _ in 0..PINNED_ROUNDS {
+        for (i, (_, cmd)) in modes.iter().enumerate() {
+            let mut s = Session::start(quiet(cmd(scope), i));
+            for n in 1..=200 {
+                s.roundtrip(&echo(n));
+            }
+            let start = Instant::now();
+            for n in 0..PINNED_CALLS {
+                s.roundtrip(&echo(1000 + n));
+            }
+            per_call[i].push(start.elapsed() / PINNED_CALLS as u32);
+            s.finish();
+        }
+    }
+    // SAFETY: restores the affinity read above.
+    unsafe {
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &previous);
+    }
+    let medians: Vec<Duration> = per_call
+        .iter_mut()
+        .map(|w| {
+            w.sort_unstable();
+            w[w.len() / 2]
+        })
+        .collect();
+    println!(
+        "\none CPU for every process (quiet server): {PINNED_CALLS} echo calls, median of {PINNED_ROUNDS} alternating rounds"
+    );
+    println!(
+        "{:<18} {:>10} {:>10} {:>10}",
+        "mode", "per call", "added", "/relay"
+    );
+    for ((name, _), m) in modes.iter().zip(&medians) {
+        println!(
+            "{:<18} {:>8.1}µs {:>8.1}µs {:>9.3}x",
+            name,
+            m.as_secs_f64() * 1e6,
+            (m.as_secs_f64() - medians[0].as_secs_f64()) * 1e6,
+            m.as_secs_f64() / medians[1].as_secs_f64()
+        );
+    }
+    for ((name, _), m) in modes.iter().zip(&medians).skip(2) {
+        println!(
+            "  {name}: per call ≤ 1.15× relay on one CPU {}",
+            verdict(m.as_secs_f64() / medians[1].as_secs_f64() <= 1.15)
+        );
+    }
+}
+
+/// The calls again against the fixture with `FIXTURE_QUIET_CALLS` (no stderr line per
 /// call): what the proxy costs when it has no server stderr to copy.
 fn quiet_table(scope: &std::path::Path) {
     let modes = modes();
     let mut walls: Vec<Vec<Duration>> = modes.iter().map(|_| Vec::new()).collect();
     for _ in 0..ROUNDS {
         for (i, (_, cmd)) in modes.iter().enumerate() {
-            let mut cmd = cmd(scope);
-            // The jailed proxy scrubs the environment: keep the one variable the fixture reads.
-            cmd.env("FIXTURE_QUIET_CALLS", "1");
-            if i >= 2 {
-                let args: Vec<_> = cmd.get_args().map(|a| a.to_os_string()).collect();
-                cmd = Command::new(PROXY);
-                cmd.args(["--env-keep", "FIXTURE_QUIET_CALLS"]).args(args);
-                cmd.env("FIXTURE_QUIET_CALLS", "1");
-            }
-            walls[i].push(measure(cmd).calls_wall);
+            walls[i].push(measure(quiet(cmd(scope), i)).calls_wall);
         }
     }
     let medians: Vec<Duration> = walls
@@ -285,7 +380,7 @@ fn quiet_table(scope: &std::path::Path) {
         })
         .collect();
     println!("\nquiet server (no stderr line per call): {CALLS} echo calls, median of {ROUNDS} alternating rounds");
-    println!("{:<18} {:>10} {:>10}", "mode", "10k wall", "/relay");
+    println!("{:<18} {:>10} {:>10}", "mode", "calls wall", "/relay");
     for ((name, _), m) in modes.iter().zip(&medians) {
         println!(
             "{:<18} {:>8}ms {:>9.3}x",
@@ -296,7 +391,7 @@ fn quiet_table(scope: &std::path::Path) {
     }
 }
 
-const STARTS: usize = 30;
+const STARTS: usize = 100;
 
 /// Spawn → `initialize` answer → `tools/list` answer, alternating direct / relay / proxy starts
 /// so drift lands on all alike; medians and the time each adds over direct.
@@ -337,7 +432,9 @@ fn startup_table(scope: &std::path::Path) {
     );
 }
 
-const REAL_CALLS: usize = 2_000;
+const REAL_CALLS: usize = 400;
+/// Alternating rounds of the real-server table (fresh processes each, as above).
+const REAL_ROUNDS: usize = 7;
 
 /// Sequential `read_text_file` round-trips against a real server: (median, wall of all calls).
 fn measure_reads(cmd: Command, file: &std::path::Path) -> (Duration, Duration) {
@@ -378,8 +475,11 @@ fn real_server_table() {
     let scope = dir.path().canonicalize().unwrap();
     let file = scope.join("note.txt");
     std::fs::write(&file, "a short note\n").unwrap();
-    let mut direct = Command::new(server);
-    direct.arg(&scope);
+    let direct = || {
+        let mut c = Command::new(server);
+        c.arg(&scope);
+        c
+    };
     let real_proxy = |extra: &[&str]| {
         let mut c = Command::new(PROXY);
         c.args(extra)
@@ -387,27 +487,38 @@ fn real_server_table() {
             .arg(&scope);
         c
     };
+    let names = ["direct", "proxy --no-jail", "proxy (jailed)"];
+    let command = |mode: usize| match mode {
+        0 => direct(),
+        1 => real_proxy(&["--no-jail"]),
+        _ => real_proxy(&[]),
+    };
+    let mut rounds: Vec<Vec<(Duration, Duration)>> = names.iter().map(|_| Vec::new()).collect();
+    for _ in 0..REAL_ROUNDS {
+        for (mode, round) in rounds.iter_mut().enumerate() {
+            round.push(measure_reads(command(mode), &file));
+        }
+    }
+    // Per mode: the median of the rounds' medians and of their walls.
+    let medians: Vec<(Duration, Duration)> = rounds
+        .iter_mut()
+        .map(|r| {
+            let mut lat: Vec<Duration> = r.iter().map(|(m, _)| *m).collect();
+            let mut wall: Vec<Duration> = r.iter().map(|(_, w)| *w).collect();
+            lat.sort_unstable();
+            wall.sort_unstable();
+            (lat[lat.len() / 2], wall[wall.len() / 2])
+        })
+        .collect();
     println!(
-        "\nreal server: @modelcontextprotocol/server-filesystem, {REAL_CALLS} sequential read_text_file calls"
+        "\nreal server: @modelcontextprotocol/server-filesystem, {REAL_CALLS} sequential read_text_file calls, median of {REAL_ROUNDS} alternating rounds"
     );
     println!(
         "{:<18} {:>10} {:>10} {:>12} {:>10}",
         "mode", "median", "added", "wall", "ratio"
     );
-    let (d_median, d_wall) = measure_reads(direct, &file);
-    println!(
-        "{:<18} {:>8}µs {:>10} {:>10}ms {:>10}",
-        "direct",
-        d_median.as_micros(),
-        "-",
-        d_wall.as_millis(),
-        "-"
-    );
-    for (name, cmd) in [
-        ("proxy --no-jail", real_proxy(&["--no-jail"])),
-        ("proxy (jailed)", real_proxy(&[])),
-    ] {
-        let (median, wall) = measure_reads(cmd, &file);
+    let (d_median, d_wall) = medians[0];
+    for (name, (median, wall)) in names.iter().zip(&medians) {
         let added = median.as_secs_f64() * 1e6 - d_median.as_secs_f64() * 1e6;
         println!(
             "{:<18} {:>8}µs {:>8.1}µs {:>10}ms {:>9.3}x",
