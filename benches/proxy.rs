@@ -200,21 +200,29 @@ fn modes() -> [Mode; 4] {
     ]
 }
 
+/// The middle value (the upper one of an even count).
+fn median<T: Ord + Copy>(mut values: Vec<T>) -> T {
+    values.sort_unstable();
+    values[values.len() / 2]
+}
+
+/// Each mode's median over its rounds.
+fn medians<T: Ord + Copy>(rounds: Vec<Vec<T>>) -> Vec<T> {
+    rounds.into_iter().map(median).collect()
+}
+
 /// Each figure's median over `rounds`, taken on its own: the 10 MiB result's time is not the
 /// one that happened to come with the median calls.
 fn median_round(rounds: Vec<Figures>) -> Figures {
-    fn median<T: Ord + Copy>(rounds: &[Figures], field: impl Fn(&Figures) -> T) -> T {
-        let mut values: Vec<T> = rounds.iter().map(field).collect();
-        values.sort_unstable();
-        values[values.len() / 2]
-    }
+    let of = |field: fn(&Figures) -> Duration| median(rounds.iter().map(field).collect());
+    let rss = |field: fn(&Figures) -> Option<u64>| median(rounds.iter().map(field).collect());
     Figures {
-        median: median(&rounds, |f| f.median),
-        p99: median(&rounds, |f| f.p99),
-        calls_wall: median(&rounds, |f| f.calls_wall),
-        big_wall: median(&rounds, |f| f.big_wall),
-        rss_kib: median(&rounds, |f| f.rss_kib),
-        rss_calls_kib: median(&rounds, |f| f.rss_calls_kib),
+        median: of(|f| f.median),
+        p99: of(|f| f.p99),
+        calls_wall: of(|f| f.calls_wall),
+        big_wall: of(|f| f.big_wall),
+        rss_kib: rss(|f| f.rss_kib),
+        rss_calls_kib: rss(|f| f.rss_calls_kib),
     }
 }
 
@@ -331,13 +339,7 @@ fn pinned_table(scope: &std::path::Path) {
     unsafe {
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &previous);
     }
-    let medians: Vec<Duration> = per_call
-        .iter_mut()
-        .map(|w| {
-            w.sort_unstable();
-            w[w.len() / 2]
-        })
-        .collect();
+    let medians = medians(per_call);
     println!(
         "\none CPU for every process (quiet server): {PINNED_CALLS} echo calls, median of {PINNED_ROUNDS} alternating rounds"
     );
@@ -372,13 +374,7 @@ fn quiet_table(scope: &std::path::Path) {
             walls[i].push(measure(quiet(cmd(scope), i)).calls_wall);
         }
     }
-    let medians: Vec<Duration> = walls
-        .iter_mut()
-        .map(|w| {
-            w.sort_unstable();
-            w[w.len() / 2]
-        })
-        .collect();
+    let medians = medians(walls);
     println!("\nquiet server (no stderr line per call): {CALLS} echo calls, median of {ROUNDS} alternating rounds");
     println!("{:<18} {:>10} {:>10}", "mode", "calls wall", "/relay");
     for ((name, _), m) in modes.iter().zip(&medians) {
@@ -407,13 +403,7 @@ fn startup_table(scope: &std::path::Path) {
             s.finish();
         }
     }
-    let medians: Vec<Duration> = times
-        .iter_mut()
-        .map(|t| {
-            t.sort_unstable();
-            t[t.len() / 2]
-        })
-        .collect();
+    let medians = medians(times);
     println!("\nstart-up: spawn → initialize → tools/list answered, median of {STARTS} alternating starts");
     println!("{:<18} {:>10} {:>10}", "mode", "median", "added");
     for ((name, _), m) in modes.iter().zip(&medians) {
@@ -501,13 +491,12 @@ fn real_server_table() {
     }
     // Per mode: the median of the rounds' medians and of their walls.
     let medians: Vec<(Duration, Duration)> = rounds
-        .iter_mut()
+        .iter()
         .map(|r| {
-            let mut lat: Vec<Duration> = r.iter().map(|(m, _)| *m).collect();
-            let mut wall: Vec<Duration> = r.iter().map(|(_, w)| *w).collect();
-            lat.sort_unstable();
-            wall.sort_unstable();
-            (lat[lat.len() / 2], wall[wall.len() / 2])
+            (
+                median(r.iter().map(|(m, _)| *m).collect()),
+                median(r.iter().map(|(_, w)| *w).collect()),
+            )
         })
         .collect();
     println!(
