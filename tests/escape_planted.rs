@@ -831,13 +831,10 @@ enum KindSwap {
 
 /// Issue 9 class 3, kinds persisted with the policy: `policy derive --write` records that the
 /// server's file scope is a file; if it is then replaced, the proxy refuses to start.
-fn policy_kinds_case(swap: KindSwap) -> (PathBuf, PathBuf, (bool, String, String)) {
+fn policy_kinds_case(
+    swap: KindSwap,
+) -> (tempfile::TempDir, PathBuf, PathBuf, (bool, String, String)) {
     let (t, r) = root();
-    // Leak the temp dir for the caller's assertions on paths (removed with the test's /tmp).
-    let r = {
-        let _keep = t.keep();
-        r
-    };
     std::fs::create_dir_all(r.join("home")).unwrap();
     let serve = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/schemas/serve_tools.py");
     let file = r.join("proj/tools.json");
@@ -877,12 +874,12 @@ fn policy_kinds_case(swap: KindSwap) -> (PathBuf, PathBuf, (bool, String, String
         }
     }
     let run = proxy_initialize(&r, &serve, &file);
-    (r, saved, run)
+    (t, r, saved, run)
 }
 
 #[test]
 fn a_policy_file_records_scope_kinds_and_an_unchanged_scope_starts() {
-    let (_r, _saved, (ok, stdout, stderr)) = policy_kinds_case(KindSwap::Unchanged);
+    let (_t, _r, _saved, (ok, stdout, stderr)) = policy_kinds_case(KindSwap::Unchanged);
     assert!(ok, "{stderr}");
     assert!(stdout.contains("serve-tools"), "{stdout}\n{stderr}");
     assert!(!stderr.contains("refusing to start"), "{stderr}");
@@ -890,7 +887,7 @@ fn a_policy_file_records_scope_kinds_and_an_unchanged_scope_starts() {
 
 #[test]
 fn a_policy_file_scope_replaced_by_a_directory_is_refused() {
-    let (r, saved, (ok, stdout, stderr)) = policy_kinds_case(KindSwap::Directory);
+    let (_t, r, saved, (ok, stdout, stderr)) = policy_kinds_case(KindSwap::Directory);
     let file = r.join("proj/tools.json");
     assert!(!ok, "the proxy started: {stdout}");
     assert!(!stdout.contains("serve-tools"), "{stdout}");
@@ -908,7 +905,7 @@ fn a_policy_file_scope_replaced_by_a_directory_is_refused() {
 
 #[test]
 fn a_policy_file_scope_replaced_by_a_symlink_outside_is_refused() {
-    let (r, saved, (ok, stdout, stderr)) = policy_kinds_case(KindSwap::SymlinkOutside);
+    let (_t, r, saved, (ok, stdout, stderr)) = policy_kinds_case(KindSwap::SymlinkOutside);
     let file = r.join("proj/tools.json");
     assert!(!ok, "the proxy started: {stdout}");
     assert!(
@@ -1110,12 +1107,16 @@ async fn swap_run(
     case: SwapCase,
     nobody: bool,
     control: bool,
-) -> (PathBuf, Result<BTreeMap<String, String>, String>) {
+) -> (
+    tempfile::TempDir,
+    PathBuf,
+    Result<BTreeMap<String, String>, String>,
+) {
     let (t, r) = root();
-    let _keep = t.keep();
     swap_tree(&r, case, nobody.then_some(NOBODY));
     if !nobody {
-        return (r.clone(), prepare_swap_spawn(&r, case, control).await);
+        let res = prepare_swap_spawn(&r, case, control).await;
+        return (t, r, res);
     }
     let case_name = if case == SwapCase::CarveTarget {
         "carve"
@@ -1140,7 +1141,7 @@ async fn swap_run(
         Some(e) => Err(e.to_string()),
         None => Ok(serde_json::from_value(v["results"].clone()).unwrap()),
     };
-    (r, res)
+    (t, r, res)
 }
 
 fn mode_of(p: &Path) -> u32 {
@@ -1150,7 +1151,7 @@ fn mode_of(p: &Path) -> u32 {
 async fn write_grant_swap(nobody: bool) {
     // Control: unjailed, the swapped grant path leads outside — a bind made by path would be
     // made there (and that mount made writable: chmod outside would then work).
-    let (r, control) = swap_run(SwapCase::WriteGrant, nobody, true).await;
+    let (_t, r, control) = swap_run(SwapCase::WriteGrant, nobody, true).await;
     let control = control.expect("the unjailed run starts");
     println!("control: {control:?}");
     assert_eq!(
@@ -1161,7 +1162,7 @@ async fn write_grant_swap(nobody: bool) {
     assert!(r.join("outside/new.txt").exists());
     // Jailed: the grant is opened without following links in the child: the start is refused,
     // and nothing outside changed.
-    let (r, jailed) = swap_run(SwapCase::WriteGrant, nobody, false).await;
+    let (_t, r, jailed) = swap_run(SwapCase::WriteGrant, nobody, false).await;
     match &jailed {
         Err(e) => assert!(e.contains("symbolic links"), "{e}"),
         Ok(res) => {
@@ -1179,7 +1180,7 @@ async fn write_grant_swap(nobody: bool) {
 async fn carve_target_swap(nobody: bool) {
     // Control: unjailed, the swapped `.git/hooks` leads outside (a read-only bind made by path
     // would land there, leaving the moved real hooks directory writable).
-    let (r, control) = swap_run(SwapCase::CarveTarget, nobody, true).await;
+    let (_t, r, control) = swap_run(SwapCase::CarveTarget, nobody, true).await;
     let control = control.expect("the unjailed run starts");
     println!("control: {control:?}");
     assert_eq!(
@@ -1192,7 +1193,7 @@ async fn carve_target_swap(nobody: bool) {
         Some("OK")
     );
     // Jailed: refused at the start; no hook planted in the moved directory.
-    let (r, jailed) = swap_run(SwapCase::CarveTarget, nobody, false).await;
+    let (_t, r, jailed) = swap_run(SwapCase::CarveTarget, nobody, false).await;
     println!("jailed: {jailed:?}");
     match &jailed {
         Err(e) => assert!(e.contains("symbolic links"), "{e}"),
