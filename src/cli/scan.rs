@@ -106,8 +106,7 @@ pub fn run(args: ScanArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let targets = targets(&args, &cwd)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
@@ -442,8 +441,7 @@ pub fn run_learn(args: LearnArgs, global: &GlobalArgs) -> anyhow::Result<ExitCod
         jail_pass_with: None,
         max_probes: Some(0),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
