@@ -87,7 +87,7 @@ fn median(mut v: Vec<Duration>) -> f64 {
     v[v.len() / 2].as_secs_f64() * 1000.0
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::main(flavor = "current_thread")]
 async fn main() {
     let iters: usize = std::env::var("MCPJAIL_BENCH_ITERS")
         .ok()

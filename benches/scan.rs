@@ -51,8 +51,7 @@ fn main() {
             std::fs::write(dir.join(format!("f{f}.txt")), "some content\n").unwrap();
         }
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();

@@ -283,12 +283,12 @@ struct Row {
     jailed: String,
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn every_escape_succeeds_unjailed_and_is_blocked_jailed() {
     suite(Via::Direct).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn through_the_proxy_every_escape_is_blocked_jailed() {
     suite(Via::Proxy).await;
 }

@@ -151,7 +151,7 @@ fn entry_of(
     (command, args, env)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn install_then_every_wrapped_entry_speaks_mcp_through_the_proxy() {
     let sb = Sandbox::new();
     let scope = sb.home.join("work");
@@ -265,7 +265,7 @@ async fn env_secret(
 /// `--env-keep` carries exactly the entry's own `env` keys: a configured secret still reaches the
 /// wrapped server, a secret the client merely inherited does not. Control: the unwrapped entry
 /// sees the inherited secret.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn configured_env_reaches_the_server_and_inherited_env_does_not() {
     let sb = Sandbox::new();
     let server = js(HOSTILE);
