@@ -9,8 +9,9 @@
 //! built `crt-static`; taking all of it (`+whole-archive`) before std's `-lgcc_s` defines every
 //! `_Unwind_*` symbol first, so the linker's `--as-needed` leaves `libgcc_s` out.
 //!
-//! Where `libgcc_eh.a` is not found (another C toolchain), nothing changes: the binaries load
-//! `libgcc_s` as usual. Only start-up time depends on this.
+//! Where `libgcc_eh.a` is not found (another C toolchain), or when cross-compiling (the host's
+//! `cc` would answer with the host's archive), nothing changes: the binaries load `libgcc_s` as
+//! usual. Only start-up time depends on this.
 
 use std::process::Command;
 
@@ -24,6 +25,9 @@ fn main() {
     if os != "linux" || env != "gnu" || features.split(',').any(|f| f == "crt-static") {
         return;
     }
+    if std::env::var("TARGET").ok() != std::env::var("HOST").ok() {
+        return;
+    }
     let Some(dir) = libgcc_eh_dir() else {
         println!(
             "cargo:warning=libgcc_eh.a not found: the binaries will load libgcc_s.so.1 at start"
@@ -32,6 +36,8 @@ fn main() {
     };
     println!("cargo:rustc-link-search=native={dir}");
     println!("cargo:rustc-link-lib=static:+whole-archive,-bundle=gcc_eh");
+    // For the test that checks what the proxy loads (tests/proxy_libraries.rs).
+    println!("cargo:rustc-env=MCPJAIL_STATIC_UNWINDER=1");
 }
 
 /// The directory of the C compiler's `libgcc_eh.a`, as the compiler that links the binaries
