@@ -706,11 +706,26 @@ impl PreparedJail {
     /// A command that starts the server inside the jail (environment scrubbed, rules applied in
     /// the child before exec). Stdio is left for the caller to set.
     ///
+    /// Under a PID namespace the server's own process execs from within the jail's hook (see
+    /// `linux::sys::enter_pid_namespace`: a fork less per start), so a `pre_exec` hook added to
+    /// this command would not run in the server; use [`Self::command_for_hooks`] to add one.
+    ///
     /// Call this once per spawn (a respawn calls it again): each call builds a fresh Landlock
     /// ruleset, to which the child adds its own `/proc/<pid>`; spawning one `Command` twice
     /// would let the second child read the first one's `/proc/<pid>` too. If the ruleset cannot
     /// be built, the spawn fails (ENOTRECOVERABLE) rather than running unconfined.
     pub fn command(&self) -> tokio::process::Command {
+        self.build_command(true)
+    }
+
+    /// [`Self::command`] for a caller that adds `pre_exec` hooks of its own (the scan's tracer):
+    /// the server's process is forked and exec'd by std's `Command`, after every hook, the
+    /// jail's first.
+    pub fn command_for_hooks(&self) -> tokio::process::Command {
+        self.build_command(false)
+    }
+
+    fn build_command(&self, own_exec: bool) -> tokio::process::Command {
         let mut cmd = match &self.platform {
             Platform::Seatbelt(profile) => {
                 let mut c = tokio::process::Command::new("/usr/bin/sandbox-exec");
@@ -725,8 +740,15 @@ impl PreparedJail {
         }
         #[cfg(target_os = "linux")]
         if let Platform::Linux(jail) = &self.platform {
-            jail.apply(&mut cmd, &self.cwd);
+            let exec = own_exec.then_some(linux::ServerExec {
+                program: &self.program,
+                args: &self.args,
+                env: self.env.as_deref(),
+            });
+            jail.apply(&mut cmd, &self.cwd, exec);
         }
+        #[cfg(not(target_os = "linux"))]
+        let _ = own_exec;
         cmd
     }
 

@@ -471,7 +471,7 @@ async fn scan_full(opts: &ScanOptions, progress: &mut dyn Progress) -> Result<Fu
 
     let start_session = || -> Result<Session, ScanError> {
         let jail = crate::sandbox::prepare_with_env(&safety, &argv, &sb.scope, &jail_opts, &env)?;
-        let cmd = jail.command().into_std();
+        let cmd = jail.command_for_hooks().into_std();
         start_traced(cmd, Some(jail), vec![sb.scope.clone()], &sb.scope)
     };
 

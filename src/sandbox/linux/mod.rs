@@ -15,7 +15,7 @@ mod pidns;
 mod seccomp;
 pub mod sys;
 
-use std::ffi::CStr;
+use std::ffi::{CStr, OsString};
 use std::os::fd::{AsFd, OwnedFd};
 
 use crate::policy::NetRules;
@@ -225,7 +225,12 @@ impl LinuxJail {
     }
 
     /// Install the child-side hook on `cmd`, which runs in `cwd`.
-    pub fn apply(&self, cmd: &mut tokio::process::Command, cwd: &std::path::Path) {
+    pub fn apply(
+        &self,
+        cmd: &mut tokio::process::Command,
+        cwd: &std::path::Path,
+        exec: Option<ServerExec<'_>>,
+    ) {
         // The working directory is entered before the hook runs, on the mounts as they were:
         // once the write grants are bound onto themselves it must be entered again, or relative
         // paths would reach the covered (read-only, unmasked) mount underneath.
@@ -274,6 +279,7 @@ impl LinuxJail {
             word.set(0);
         }
         let plan = ChildPlan {
+            exec: exec.map(|e| ExecPlan::new(e.program, e.args, e.env)),
             refusal: self.refusal.clone(),
             net_ns,
             masks: self.masks.clone(),
@@ -296,8 +302,106 @@ impl LinuxJail {
     }
 }
 
+/// What the server's process execs by itself under a PID namespace (see [`ExecPlan`]): the
+/// command std's `Command` was given.
+pub struct ServerExec<'a> {
+    pub program: &'a std::path::Path,
+    pub args: &'a [String],
+    /// The whole environment (`None`: the process's own).
+    pub env: Option<&'a [(OsString, OsString)]>,
+}
+
+/// The server's `exec`, as std's `Command` makes it, prepared in the parent so the child only
+/// reads it: with a PID namespace the server's process execs by itself
+/// ([`sys::enter_pid_namespace`]). Like std: the program as given (also `argv[0]`), the
+/// environment (when the jail sets one) sorted by name with the last value of a name kept, and
+/// `execvp` with that environment installed, so a program without a `/` is searched in its
+/// `PATH` and a script without `#!` runs under `/bin/sh`. `None` if a string holds a NUL byte
+/// (std's spawn then fails before it forks).
+struct ExecPlan {
+    program: std::ffi::CString,
+    /// The strings `argv` and `envp` point into (heap data, which does not move with the
+    /// struct).
+    _strings: Vec<std::ffi::CString>,
+    /// The program, the arguments, a null.
+    argv: Vec<*const libc::c_char>,
+    /// `NAME=value` for each variable, a null; `None` keeps the process's own.
+    envp: Option<Vec<*const libc::c_char>>,
+}
+
+// SAFETY: the pointers in `argv` and `envp` point into strings owned by the same value, never
+// mutated after construction; once built the value is only read (in the child).
+unsafe impl Send for ExecPlan {}
+// SAFETY: as above.
+unsafe impl Sync for ExecPlan {}
+
+extern "C" {
+    /// glibc's environment, which `execvp` passes on and searches `PATH` in.
+    static mut environ: *const *const libc::c_char;
+}
+
+impl ExecPlan {
+    fn new(
+        program: &std::path::Path,
+        args: &[String],
+        env: Option<&[(OsString, OsString)]>,
+    ) -> Option<ExecPlan> {
+        use std::os::unix::ffi::OsStrExt;
+        let c = |bytes: &[u8]| std::ffi::CString::new(bytes).ok();
+        let program = c(program.as_os_str().as_bytes())?;
+        let mut strings = Vec::new();
+        for arg in args {
+            strings.push(c(arg.as_bytes())?);
+        }
+        let argc = strings.len();
+        if let Some(env) = env {
+            let sorted: std::collections::BTreeMap<_, _> = env.iter().cloned().collect();
+            for (name, value) in sorted {
+                let mut pair = name.as_bytes().to_vec();
+                pair.push(b'=');
+                pair.extend_from_slice(value.as_bytes());
+                strings.push(c(&pair)?);
+            }
+        }
+        let mut argv = Vec::with_capacity(argc + 2);
+        argv.push(program.as_ptr());
+        argv.extend(strings[..argc].iter().map(|a| a.as_ptr()));
+        argv.push(std::ptr::null());
+        let envp = env.map(|_| {
+            let mut envp: Vec<_> = strings[argc..].iter().map(|v| v.as_ptr()).collect();
+            envp.push(std::ptr::null());
+            envp
+        });
+        Some(ExecPlan {
+            program,
+            _strings: strings,
+            argv,
+            envp,
+        })
+    }
+
+    /// Install the environment and `execvp`, as std's `Command` ends: returns only the error it
+    /// failed with. Async-signal-safe. Meant for the server's own process: the environment
+    /// pointer it sets is the process's (or, sharing memory until `exec`, the init's, which reads
+    /// no variable afterwards).
+    fn exec(&self) -> std::io::Error {
+        // SAFETY: `envp` is a null-terminated array of NUL-terminated strings that outlives the
+        // `exec`; a NUL-terminated program and a null-terminated `argv`, alive for the call.
+        unsafe {
+            if let Some(envp) = &self.envp {
+                environ = envp.as_ptr();
+            }
+            libc::execvp(self.program.as_ptr(), self.argv.as_ptr());
+        }
+        std::io::Error::last_os_error()
+    }
+}
+
 /// Everything the child needs, prepared in the parent before the fork.
 struct ChildPlan {
+    /// With a PID namespace: the server's process execs by itself (`Some`; inner `None` when a
+    /// string held a NUL byte), or is forked and left to std's `Command` (`None`).
+    exec: Option<Option<ExecPlan>>,
     /// With assumed namespaces: where to say which one the kernel refused.
     refusal: Option<std::sync::Arc<sys::SharedWord>>,
     /// The egress port and the socket to send the namespace's listener over, or the errno
@@ -328,20 +432,18 @@ const DEV_NULL: &CStr = c"/dev/null";
 /// terminal on stdio is replaced by `/dev/null`), capabilities go after the masks (which need
 /// them), and descriptors above 2 are marked close-on-exec last (the ruleset fd is still used
 /// until then, and the spawner's error pipe must survive until `exec`). The PID namespace comes
-/// right after the masks: from there on this is the process that will exec the server (see
-/// [`pidns`]).
+/// right after the masks; the rest ([`confine_server`], then `exec`) happens in the server's own
+/// process, which the namespace's init starts (see [`pidns`]), or here without a namespace.
 fn child_confine(plan: &ChildPlan) -> std::io::Result<()> {
     let ChildPlan {
+        exec,
         refusal,
         net_ns,
         masks,
         cwd,
-        ruleset,
-        proc_access,
-        programs,
-        last_cap,
         pid_ns,
         parent,
+        ..
     } = plan;
     sys::setsid()?;
     sys::die_with_parent(*parent)?;
@@ -365,12 +467,53 @@ fn child_confine(plan: &ChildPlan) -> std::io::Result<()> {
             .inspect_err(|e| tell_refusal(refusal, Refused::Net, 0, 0, errno_of(e)))?,
         Ok(None) => {}
     }
-    if *pid_ns {
-        // Needs CAP_SYS_ADMIN (root's, or the new user namespace's): before capabilities go,
-        // and before the rules for `/proc/self`, which must name the process that will exec.
-        sys::enter_pid_namespace()
-            .inspect_err(|e| tell_refusal(refusal, Refused::Pid, 0, 0, errno_of(e)))?;
+    if !*pid_ns {
+        // std's `Command` execs once this returns.
+        return confine_server(plan);
     }
+    // Needs CAP_SYS_ADMIN (root's, or the new user namespace's): before capabilities go, and
+    // before the rules for `/proc/self`, which must name the process that will exec.
+    let failure = match exec {
+        // The server's process confines itself and execs there; only a failure comes back.
+        Some(exec) => {
+            let Some(exec) = exec else {
+                return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+            };
+            let start = || match confine_server(plan) {
+                Ok(()) => exec.exec(),
+                Err(err) => err,
+            };
+            match sys::enter_pid_namespace(Some(&start)) {
+                Ok(()) => return Err(std::io::Error::from_raw_os_error(libc::EINVAL)),
+                Err(failure) => failure,
+            }
+        }
+        // This returns in the server's process, for std's `Command` to exec.
+        None => match sys::enter_pid_namespace(None) {
+            Ok(()) => return confine_server(plan),
+            Err(failure) => failure,
+        },
+    };
+    Err(match failure {
+        sys::PidNsFailure::Namespace(err) => {
+            tell_refusal(refusal, Refused::Pid, 0, 0, errno_of(&err));
+            err
+        }
+        sys::PidNsFailure::Server(err) => err,
+    })
+}
+
+/// The server's own process, right before `exec`: limits, no_new_privs, capabilities, Landlock
+/// (with the rules for its own `/proc/self`), seccomp, and descriptors above 2 closed at `exec`.
+/// Async-signal-safe, allocates nothing.
+fn confine_server(plan: &ChildPlan) -> std::io::Result<()> {
+    let ChildPlan {
+        ruleset,
+        proc_access,
+        programs,
+        last_cap,
+        ..
+    } = plan;
     sys::lower_rlimit(sys::Limit::Core, 0)?;
     sys::lower_rlimit(sys::Limit::OpenFiles, OPEN_FILES_MAX)?;
     sys::lower_rlimit(sys::Limit::FileSize, FILE_SIZE_MAX)?;

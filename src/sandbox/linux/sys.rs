@@ -761,8 +761,19 @@ fn exit_like(status: libc::c_int) -> ! {
     }
 }
 
-/// Move the rest of the spawn into a new PID namespace, under a tiny init. Async-signal-safe
-/// (runs in `pre_exec`); returns `Ok(())` only in the process that goes on to exec the server.
+/// Why [`enter_pid_namespace`] came back instead of the server running.
+pub enum PidNsFailure {
+    /// The namespace, its init or the server's process could not be made (the kernel refused).
+    Namespace(io::Error),
+    /// The server's process was made but failed before `exec`, or `exec` failed.
+    Server(io::Error),
+}
+
+/// Start the server in a new PID namespace, under a tiny init. Async-signal-safe (runs in
+/// `pre_exec`). With `start`, never returns when the server starts: it comes back, in the shim
+/// or the init, only with the error that stopped it, for the spawner to report. Without, it
+/// returns `Ok(())` in the server's process, forked by the init, which goes on to be confined and
+/// exec'd by the spawner (so hooks the caller added after the jail's run in it).
 ///
 /// A process cannot enter the PID namespace it unshares (only its children are created there,
 /// and it could no longer start threads), and the namespace's pid 1 ignores every signal it has
@@ -772,22 +783,38 @@ fn exit_like(status: libc::c_int) -> ! {
 /// * the **init** (pid 1), tied to the shim with `PR_SET_PDEATHSIG(SIGKILL)`, reaps every
 ///   orphan, and when the server exits sends its wait status to the shim and exits — which makes
 ///   the kernel kill whatever is left in the namespace;
-/// * the **server** (pid 2) returns from here, is confined and execs, and gets signals as usual.
+/// * the **server** (pid 2) runs `start` (its confinement, then `exec`; `start` returns only the
+///   error that stopped it) and gets signals as usual.
+///
+/// With `start`, the init starts the server with a `vfork`-style clone (`CLONE_VM | CLONE_VFORK`, on a stack
+/// of its own): the init is suspended until the server's `exec`, and no copy of the address
+/// space is made only to be thrown away by that `exec` (a fork here costs ~0.1 ms more, see
+/// README, Benchmarks). Until its `exec` the server's process shares the init's memory, so
+/// `start` must be async-signal-safe and must not allocate; it has its own credentials,
+/// descriptor table, signal dispositions and limits, which is where the confinement goes.
 ///
 /// The shim and the init hold no descriptor but their status pipe (the spawner's error pipe is
 /// closed, so the spawn completes with the server's `exec`) and ignore the terminating signals;
 /// the shim ends the way the server did. A SIGKILL to the shim (or its death signal when the
 /// proxy dies) kills the init, and so every process in the namespace.
-pub fn enter_pid_namespace() -> io::Result<()> {
-    unshare(libc::CLONE_NEWPID)?;
+pub fn enter_pid_namespace(start: Option<&dyn Fn() -> io::Error>) -> Result<(), PidNsFailure> {
+    let ns = |e| Err(PidNsFailure::Namespace(e));
+    if let Err(e) = unshare(libc::CLONE_NEWPID) {
+        return ns(e);
+    }
     // `alive`: its write end is held only by the shim, so the init can tell whether the shim
     // died before PR_SET_PDEATHSIG took effect (getppid cannot: the shim lies outside the
     // namespace, so it reads 0 either way). `ready`: the init says it is tied. `status`: the
     // server's wait status, from the init to the shim.
-    let (alive_r, alive_w) = pipe()?;
-    let (ready_r, ready_w) = pipe()?;
-    let (status_r, status_w) = pipe()?;
-    let init = raw_fork()?;
+    let pipes = (|| Ok::<_, io::Error>((pipe()?, pipe()?, pipe()?)))();
+    let ((alive_r, alive_w), (ready_r, ready_w), (status_r, status_w)) = match pipes {
+        Ok(p) => p,
+        Err(e) => return ns(e),
+    };
+    let init = match raw_fork() {
+        Ok(pid) => pid,
+        Err(e) => return ns(e),
+    };
     if init == 0 {
         drop((alive_w, ready_r, status_r));
         // SAFETY: prctl with integer arguments only.
@@ -801,7 +828,7 @@ pub fn enter_pid_namespace() -> io::Result<()> {
             )
         };
         if rc != 0 {
-            return Err(io::Error::last_os_error());
+            return ns(io::Error::last_os_error());
         }
         let mut p = libc::pollfd {
             fd: alive_r.as_raw_fd(),
@@ -811,16 +838,22 @@ pub fn enter_pid_namespace() -> io::Result<()> {
         // SAFETY: one valid pollfd, no wait.
         if unsafe { libc::poll(&mut p, 1, 0) } != 0 {
             // The only writer is gone: the shim (and so the proxy) died.
-            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            return ns(io::Error::from_raw_os_error(libc::ESRCH));
         }
         // SAFETY: one byte from a static buffer to an open pipe.
         unsafe { libc::write(ready_w.as_raw_fd(), b"1".as_ptr().cast(), 1) };
         drop((alive_r, ready_w));
-        let server = raw_fork()?;
-        if server == 0 {
-            drop(status_w);
-            return Ok(());
-        }
+        let server = match start {
+            Some(start) => vfork_run(start)?,
+            None => match raw_fork() {
+                Ok(0) => {
+                    drop(status_w);
+                    return Ok(());
+                }
+                Ok(pid) => pid,
+                Err(e) => return ns(e),
+            },
+        };
         become_relay(status_w.as_raw_fd());
         loop {
             match wait_status(-1) {
@@ -858,6 +891,79 @@ pub fn enter_pid_namespace() -> io::Result<()> {
     } else {
         init_status
     })
+}
+
+/// The stack of the `vfork`-style child: its confinement needs a few KiB; glibc's `execvp`
+/// puts the `PATH` candidates, and for a script without `#!` a copy of `argv`, on it as well.
+const VFORK_STACK: usize = 1 << 20;
+
+/// What the `vfork`-style child shares with its parent: what to run, and the errno it failed
+/// with (0 until then).
+struct VforkShared<'a> {
+    start: &'a dyn Fn() -> io::Error,
+    errno: libc::c_int,
+}
+
+extern "C" fn vfork_child(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `VforkShared` of `vfork_run`, whose frame lives (suspended) until
+    // this process execs or exits.
+    let shared = unsafe { &mut *arg.cast::<VforkShared>() };
+    let err = (shared.start)();
+    shared.errno = err.raw_os_error().unwrap_or(libc::EIO);
+    // SAFETY: _exit never returns and runs nothing of the shared memory's owner.
+    unsafe { libc::_exit(127) }
+}
+
+/// Run `start` in a child that shares this process's memory until its `exec`, this process
+/// suspended meanwhile (what glibc's `posix_spawn` does). The child's pid once it has exec'd;
+/// its error otherwise (the child reaped). Async-signal-safe.
+fn vfork_run(start: &dyn Fn() -> io::Error) -> Result<libc::pid_t, PidNsFailure> {
+    let page = 4096;
+    // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
+    let stack = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            VFORK_STACK + page,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        )
+    };
+    if stack == libc::MAP_FAILED {
+        return Err(PidNsFailure::Namespace(io::Error::last_os_error()));
+    }
+    // The lowest page is the guard: an overflow faults instead of writing below the mapping.
+    // SAFETY: the first page of the mapping made above.
+    if unsafe { libc::mprotect(stack, page, libc::PROT_NONE) } != 0 {
+        return Err(PidNsFailure::Namespace(io::Error::last_os_error()));
+    }
+    let mut shared = VforkShared { start, errno: 0 };
+    // SAFETY: the stack grows down from the mapping's end (16-byte aligned: page aligned);
+    // `shared` outlives the child's use of it, since CLONE_VFORK suspends this process until the
+    // child execs or exits. No CLONE_SETTLS: the child runs on this thread's TLS, which nothing
+    // here touches meanwhile (errno aside, read back below only after the child is gone).
+    let pid = unsafe {
+        libc::clone(
+            vfork_child,
+            stack.cast::<u8>().add(VFORK_STACK + page).cast(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&mut shared as *mut VforkShared).cast(),
+        )
+    };
+    let clone_error = io::Error::last_os_error();
+    // SAFETY: written by the child (same memory) before its _exit; it is gone or exec'd now.
+    let errno = unsafe { std::ptr::read_volatile(&shared.errno) };
+    // SAFETY: the mapping made above; after an exec or exit no process runs on it.
+    unsafe { libc::munmap(stack, VFORK_STACK + page) };
+    if pid < 0 {
+        return Err(PidNsFailure::Namespace(clone_error));
+    }
+    if errno != 0 {
+        wait_status(pid);
+        return Err(PidNsFailure::Server(io::Error::from_raw_os_error(errno)));
+    }
+    Ok(pid)
 }
 
 /// Whether this process may create a PID namespace and start its init: tried in a throwaway
