@@ -57,6 +57,20 @@ fn jail_for(dir: &Path, command: &[String], disabled: bool) -> sandbox::Prepared
     jail
 }
 
+/// The ways a server is started: unjailed; jailed (the server's process cloned by the init);
+/// jailed and forked for later hooks (the scan's path). `(disabled, for_hooks)`.
+const PATHS: [(bool, bool); 3] = [(true, false), (false, false), (false, true)];
+
+fn command(jail: &sandbox::PreparedJail, for_hooks: bool) -> tokio::process::Command {
+    let mut cmd = if for_hooks {
+        jail.command_for_hooks()
+    } else {
+        jail.command()
+    };
+    cmd.stdin(std::process::Stdio::null());
+    cmd
+}
+
 /// A program the jail prepared, made non-executable before the spawn: `execve` fails with
 /// EACCES in the server's process, and the spawn reports exactly that, jailed as unjailed, with
 /// the server's process cloned by the init or forked for later hooks.
@@ -66,24 +80,18 @@ async fn a_failed_exec_fails_the_spawn_with_the_execs_own_error() {
     let dir = dir.path().canonicalize().unwrap();
     let program = dir.join("server");
     std::fs::copy("/bin/true", &program).unwrap();
-    let command = vec![program.display().to_string()];
-    for (disabled, hooks) in [(true, false), (false, false), (false, true)] {
+    let argv = vec![program.display().to_string()];
+    for (disabled, hooks) in PATHS {
         std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let jail = jail_for(&dir, &command, disabled);
+        let jail = jail_for(&dir, &argv, disabled);
         std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let mut cmd = if hooks {
-            jail.command_for_hooks()
-        } else {
-            jail.command()
-        };
-        let err = cmd
-            .stdin(std::process::Stdio::null())
+        let err = command(&jail, hooks)
             .spawn()
             .expect_err("a program without the execute bit cannot start");
         assert_eq!(
             err.raw_os_error(),
             Some(libc::EACCES),
-            "disabled={disabled}: {err}"
+            "disabled={disabled} hooks={hooks}: {err}"
         );
     }
 }
@@ -98,7 +106,7 @@ async fn a_started_server_gets_its_arguments_environment_and_directory() {
     let script = "import json, os, sys; print(json.dumps({'argv': sys.argv[1:], \
                   'env': [k + '=' + v for k, v in os.environ.items()], 'cwd': os.getcwd(), \
                   'pid': os.getpid(), 'ppid': os.getppid()}))";
-    let command: Vec<String> = vec![
+    let argv: Vec<String> = vec![
         "/usr/bin/python3".into(),
         "-c".into(),
         script.into(),
@@ -107,29 +115,19 @@ async fn a_started_server_gets_its_arguments_environment_and_directory() {
         "ünï".into(),
     ];
     let mut seen = Vec::new();
-    // Unjailed; jailed; jailed and forked for later hooks (the scan's path).
-    for (disabled, hooks) in [(true, false), (false, false), (false, true)] {
-        let jail = jail_for(&dir, &command, disabled);
-        let mut cmd = if hooks {
-            jail.command_for_hooks()
-        } else {
-            jail.command()
-        };
-        let out = cmd
-            .stdin(std::process::Stdio::null())
-            .output()
-            .await
-            .expect("spawn");
+    for (disabled, hooks) in PATHS {
+        let jail = jail_for(&dir, &argv, disabled);
+        let out = command(&jail, hooks).output().await.expect("spawn");
         assert!(
             out.status.success(),
-            "disabled={disabled}: {}",
+            "disabled={disabled} hooks={hooks}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(
             v["argv"],
             serde_json::json!(["two words", "", "ünï"]),
-            "disabled={disabled}"
+            "disabled={disabled} hooks={hooks}"
         );
         // Exactly the prepared environment, in std's order (sorted by name), nothing more.
         let expected: Vec<String> = match jail.env() {
@@ -150,10 +148,10 @@ async fn a_started_server_gets_its_arguments_environment_and_directory() {
             .map(|e| e.as_str().unwrap().to_owned())
             .filter(|e| !e.starts_with("LC_CTYPE="))
             .collect();
-        assert_eq!(got, expected, "disabled={disabled}");
+        assert_eq!(got, expected, "disabled={disabled} hooks={hooks}");
         assert!(
             got.contains(&"TERM=mcpjail-spawn-test".to_owned()),
-            "disabled={disabled}: {got:?}"
+            "disabled={disabled} hooks={hooks}: {got:?}"
         );
         assert_eq!(v["cwd"], dir.display().to_string(), "disabled={disabled}");
         seen.push((v["pid"].clone(), v["ppid"].clone()));
