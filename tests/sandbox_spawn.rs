@@ -165,3 +165,34 @@ async fn a_started_server_gets_its_arguments_environment_and_directory() {
         "the control runs in the host's namespace"
     );
 }
+
+/// A jailed script without `#!` runs under `/bin/sh` (`execvp` retries it so, as it did when
+/// std's `Command` exec'd the jailed server), and glibc copies `argv` onto the stack to do it:
+/// with 160 000 arguments (1.3 MB of pointers) the server's process, which runs on a stack of its
+/// own until `exec`, must still have room. (Unjailed, std uses `posix_spawn`, which does not
+/// retry: that spawn fails with ENOEXEC, here as before.)
+#[tokio::test]
+async fn a_script_without_an_interpreter_line_runs_under_sh_with_a_long_argv() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path().canonicalize().unwrap();
+    let script = dir.join("count.sh");
+    std::fs::write(&script, "echo \"$#\"\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut argv = vec![script.display().to_string()];
+    argv.extend(std::iter::repeat_n("x".to_owned(), 160_000));
+    for (disabled, hooks) in PATHS.into_iter().filter(|(disabled, _)| !disabled) {
+        let jail = jail_for(&dir, &argv, disabled);
+        let out = command(&jail, hooks).output().await.expect("spawn");
+        assert!(
+            out.status.success(),
+            "disabled={disabled} hooks={hooks}: {} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "160000",
+            "disabled={disabled} hooks={hooks}"
+        );
+    }
+}

@@ -479,9 +479,13 @@ fn child_confine(plan: &ChildPlan) -> std::io::Result<()> {
             let Some(exec) = exec else {
                 return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
             };
-            let start = || match confine_server(plan) {
+            let run = || match confine_server(plan) {
                 Ok(()) => exec.exec(),
                 Err(err) => err,
+            };
+            let start = sys::ServerStart {
+                run: &run,
+                argc: exec.argv.len(),
             };
             match sys::enter_pid_namespace(Some(&start)) {
                 Ok(()) => return Err(std::io::Error::from_raw_os_error(libc::EINVAL)),

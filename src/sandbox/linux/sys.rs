@@ -783,7 +783,7 @@ pub enum PidNsFailure {
 /// * the **init** (pid 1), tied to the shim with `PR_SET_PDEATHSIG(SIGKILL)`, reaps every
 ///   orphan, and when the server exits sends its wait status to the shim and exits — which makes
 ///   the kernel kill whatever is left in the namespace;
-/// * the **server** (pid 2) runs `start` (its confinement, then `exec`; `start` returns only the
+/// * the **server** (pid 2) runs `start.run` (its confinement, then `exec`; it returns only the
 ///   error that stopped it) and gets signals as usual.
 ///
 /// With `start`, the init starts the server with a `vfork`-style clone (`CLONE_VM | CLONE_VFORK`, on a stack
@@ -797,7 +797,7 @@ pub enum PidNsFailure {
 /// closed, so the spawn completes with the server's `exec`) and ignore the terminating signals;
 /// the shim ends the way the server did. A SIGKILL to the shim (or its death signal when the
 /// proxy dies) kills the init, and so every process in the namespace.
-pub fn enter_pid_namespace(start: Option<&dyn Fn() -> io::Error>) -> Result<(), PidNsFailure> {
+pub fn enter_pid_namespace(start: Option<&ServerStart>) -> Result<(), PidNsFailure> {
     let ns = |e| Err(PidNsFailure::Namespace(e));
     if let Err(e) = unshare(libc::CLONE_NEWPID) {
         return ns(e);
@@ -893,14 +893,22 @@ pub fn enter_pid_namespace(start: Option<&dyn Fn() -> io::Error>) -> Result<(), 
     })
 }
 
-/// The stack of the `vfork`-style child: its confinement needs a few KiB; glibc's `execvp`
-/// puts the `PATH` candidates, and for a script without `#!` a copy of `argv`, on it as well.
+/// The server's process, started by the init: `run` confines it and execs, returning only the
+/// error that stopped it; `argc` sizes its stack.
+pub struct ServerStart<'a> {
+    pub run: &'a dyn Fn() -> io::Error,
+    pub argc: usize,
+}
+
+/// The stack of the `vfork`-style child beyond `argv`: its confinement needs a few KiB, glibc's
+/// `execvp` puts the `PATH` candidates on it, and for a script without `#!` a copy of `argv`
+/// (one pointer per argument, added on top: up to ~2 MB of them fit in `ARG_MAX`).
 const VFORK_STACK: usize = 1 << 20;
 
 /// What the `vfork`-style child shares with its parent: what to run, and the errno it failed
 /// with (0 until then).
 struct VforkShared<'a> {
-    start: &'a dyn Fn() -> io::Error,
+    run: &'a dyn Fn() -> io::Error,
     errno: libc::c_int,
 }
 
@@ -908,7 +916,7 @@ extern "C" fn vfork_child(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the `VforkShared` of `vfork_run`, whose frame lives (suspended) until
     // this process execs or exits.
     let shared = unsafe { &mut *arg.cast::<VforkShared>() };
-    let err = (shared.start)();
+    let err = (shared.run)();
     shared.errno = err.raw_os_error().unwrap_or(libc::EIO);
     // SAFETY: _exit never returns and runs nothing of the shared memory's owner.
     unsafe { libc::_exit(127) }
@@ -917,13 +925,15 @@ extern "C" fn vfork_child(arg: *mut libc::c_void) -> libc::c_int {
 /// Run `start` in a child that shares this process's memory until its `exec`, this process
 /// suspended meanwhile (what glibc's `posix_spawn` does). The child's pid once it has exec'd;
 /// its error otherwise (the child reaped). Async-signal-safe.
-fn vfork_run(start: &dyn Fn() -> io::Error) -> Result<libc::pid_t, PidNsFailure> {
+fn vfork_run(start: &ServerStart) -> Result<libc::pid_t, PidNsFailure> {
     let page = 4096;
+    let size =
+        (VFORK_STACK + (start.argc + 2) * std::mem::size_of::<usize>()).next_multiple_of(page);
     // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
     let stack = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
-            VFORK_STACK + page,
+            size + page,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
             -1,
@@ -938,7 +948,10 @@ fn vfork_run(start: &dyn Fn() -> io::Error) -> Result<libc::pid_t, PidNsFailure>
     if unsafe { libc::mprotect(stack, page, libc::PROT_NONE) } != 0 {
         return Err(PidNsFailure::Namespace(io::Error::last_os_error()));
     }
-    let mut shared = VforkShared { start, errno: 0 };
+    let mut shared = VforkShared {
+        run: start.run,
+        errno: 0,
+    };
     // SAFETY: the stack grows down from the mapping's end (16-byte aligned: page aligned);
     // `shared` outlives the child's use of it, since CLONE_VFORK suspends this process until the
     // child execs or exits. No CLONE_SETTLS: the child runs on this thread's TLS, which nothing
@@ -946,7 +959,7 @@ fn vfork_run(start: &dyn Fn() -> io::Error) -> Result<libc::pid_t, PidNsFailure>
     let pid = unsafe {
         libc::clone(
             vfork_child,
-            stack.cast::<u8>().add(VFORK_STACK + page).cast(),
+            stack.cast::<u8>().add(size + page).cast(),
             libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
             (&mut shared as *mut VforkShared).cast(),
         )
@@ -955,7 +968,7 @@ fn vfork_run(start: &dyn Fn() -> io::Error) -> Result<libc::pid_t, PidNsFailure>
     // SAFETY: written by the child (same memory) before its _exit; it is gone or exec'd now.
     let errno = unsafe { std::ptr::read_volatile(&shared.errno) };
     // SAFETY: the mapping made above; after an exec or exit no process runs on it.
-    unsafe { libc::munmap(stack, VFORK_STACK + page) };
+    unsafe { libc::munmap(stack, size + page) };
     if pid < 0 {
         return Err(PidNsFailure::Namespace(clone_error));
     }
