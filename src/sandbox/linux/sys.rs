@@ -786,12 +786,13 @@ pub enum PidNsFailure {
 /// * the **server** (pid 2) runs `start.run` (its confinement, then `exec`; it returns only the
 ///   error that stopped it) and gets signals as usual.
 ///
-/// With `start`, the init starts the server with a `vfork`-style clone (`CLONE_VM | CLONE_VFORK`, on a stack
-/// of its own): the init is suspended until the server's `exec`, and no copy of the address
-/// space is made only to be thrown away by that `exec` (a fork here costs ~0.1 ms more, see
-/// README, Benchmarks). Until its `exec` the server's process shares the init's memory, so
-/// `start` must be async-signal-safe and must not allocate; it has its own credentials,
-/// descriptor table, signal dispositions and limits, which is where the confinement goes.
+/// With `start`, the init starts the server with a `vfork`-style clone (`CLONE_VM |
+/// CLONE_VFORK`, on a stack of its own): the init is suspended until the server's `exec`, and no
+/// copy of the address space is made only to be thrown away by that `exec` (a fork here costs
+/// ~0.1 ms more, see README, Benchmarks). Until its `exec` the server's process shares the
+/// init's memory, so `start.run` must be async-signal-safe and must not allocate; it has its own
+/// credentials, descriptor table, signal dispositions and limits, which is where the confinement
+/// goes.
 ///
 /// The shim and the init hold no descriptor but their status pipe (the spawner's error pipe is
 /// closed, so the spawn completes with the server's `exec`) and ignore the terminating signals;
@@ -946,7 +947,10 @@ fn vfork_run(start: &ServerStart) -> Result<libc::pid_t, PidNsFailure> {
     // The lowest page is the guard: an overflow faults instead of writing below the mapping.
     // SAFETY: the first page of the mapping made above.
     if unsafe { libc::mprotect(stack, page, libc::PROT_NONE) } != 0 {
-        return Err(PidNsFailure::Namespace(io::Error::last_os_error()));
+        let err = io::Error::last_os_error();
+        // SAFETY: the mapping made above, not used by anything yet.
+        unsafe { libc::munmap(stack, size + page) };
+        return Err(PidNsFailure::Namespace(err));
     }
     let mut shared = VforkShared {
         run: start.run,
