@@ -63,9 +63,17 @@ impl Session {
         s
     }
 
+    /// One `write` per message, newline included, as both SDK clients send them (the TypeScript
+    /// SDK's `stdin.write(JSON.stringify(message) + '\n')`, the Python SDK's
+    /// `stdin.send((json + "\n").encode())`). Writing the newline apart costs anything that
+    /// frames lines (the server, the proxy) a second wake-up per message, which a byte relay
+    /// does not pay: through the proxy on two cores ~20 µs a call more, an effect of the client,
+    /// not of what the proxy does.
     fn send(&mut self, line: &str) {
-        self.stdin.write_all(line.as_bytes()).unwrap();
-        self.stdin.write_all(b"\n").unwrap();
+        let mut message = Vec::with_capacity(line.len() + 1);
+        message.extend_from_slice(line.as_bytes());
+        message.push(b'\n');
+        self.stdin.write_all(&message).unwrap();
         self.stdin.flush().unwrap();
     }
 
