@@ -157,15 +157,17 @@ struct Owner {
 impl Owner {
     fn current() -> Option<Owner> {
         let pid = std::process::id();
-        // A /proc of another PID namespace (a container's odd mount) would name other
-        // processes by our pids: then nothing here can be judged, so nothing is swept.
-        if !proc_is_ours(pid) {
+        // A /proc of another PID namespace (a container's odd mount) names this process by
+        // another pid, and would name other processes by our pids: then nothing here can be
+        // judged, so nothing is swept.
+        let (named, start) = read_stat("/proc/self/stat")?;
+        if named != pid {
             return None;
         }
         Some(Owner {
             pid_ns: pid_namespace()?,
             pid,
-            start: start_time(pid)?,
+            start,
         })
     }
 
@@ -239,27 +241,43 @@ fn pid_namespace() -> Option<u64> {
     None
 }
 
-#[cfg(target_os = "linux")]
-fn proc_is_ours(pid: u32) -> bool {
-    std::fs::read_link("/proc/self").is_ok_and(|p| p.as_os_str() == pid.to_string().as_str())
-}
-
-#[cfg(not(target_os = "linux"))]
-fn proc_is_ours(_pid: u32) -> bool {
-    false
-}
-
-/// Field 22 of `/proc/PID/stat`: the start time in clock ticks after boot.
-#[cfg(target_os = "linux")]
+/// The start time of process `pid` (see [`read_stat`]), if `/proc` names it by that pid.
 fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (named, start) = read_stat(&format!("/proc/{pid}/stat"))?;
+    (named == pid).then_some(start)
+}
+
+/// Fields 1 and 22 of a `/proc/PID/stat`: the pid `/proc` names the process by, and its start
+/// time in clock ticks after boot. The file is read with one `read` into a buffer it fits in
+/// (std's `read_to_string` sizes it with a `statx` first and, `/proc` saying 0 bytes, grows
+/// the buffer from 32 bytes: seven syscalls where two do).
+#[cfg(target_os = "linux")]
+fn read_stat(path: &str) -> Option<(u32, u64)> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    // 52 numbers and a name of at most 64 bytes: well under 1 KiB.
+    let mut buf = [0u8; 1024];
+    let mut len = 0;
+    loop {
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+        if len == buf.len() {
+            return None;
+        }
+    }
+    let stat = std::str::from_utf8(&buf[..len]).ok()?;
+    let pid = stat.split(' ').next()?.parse().ok()?;
     // The command name (field 2) is in parentheses and may itself contain spaces and `)`.
     let after_comm = &stat[stat.rfind(')')? + 1..];
-    after_comm.split_whitespace().nth(19)?.parse().ok()
+    Some((pid, after_comm.split_whitespace().nth(19)?.parse().ok()?))
 }
 
 #[cfg(not(target_os = "linux"))]
-fn start_time(_pid: u32) -> Option<u64> {
+fn read_stat(_path: &str) -> Option<(u32, u64)> {
     None
 }
 
@@ -286,6 +304,21 @@ mod tests {
         ] {
             assert_eq!(Owner::from_name(other), None, "{other}");
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn stat_fields_are_read_past_a_name_with_spaces_and_parentheses() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stat");
+        let fields: Vec<String> = (3..=52).map(|n| n.to_string()).collect();
+        // Field 22 (start time) is the 20th after the name: here "22".
+        std::fs::write(&path, format!("4242 (a) b (c)) {}\n", fields.join(" "))).unwrap();
+        assert_eq!(super::read_stat(path.to_str().unwrap()), Some((4242, 22)));
+        std::fs::write(&path, "4242 (no end").unwrap();
+        assert_eq!(super::read_stat(path.to_str().unwrap()), None);
+        // No such process: no start time (so its directory counts as gone).
+        assert_eq!(super::start_time(u32::MAX), None);
     }
 
     #[cfg(target_os = "linux")]
