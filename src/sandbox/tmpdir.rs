@@ -255,21 +255,19 @@ fn start_time(pid: u32) -> Option<u64> {
 fn read_stat(path: &str) -> Option<(u32, u64)> {
     use std::io::Read;
     let mut file = std::fs::File::open(path).ok()?;
-    // 52 numbers and a name of at most 64 bytes: well under 1 KiB.
-    let mut buf = [0u8; 1024];
-    let mut len = 0;
+    // Usually ~300 bytes: one read, and one more that finds the end. A longer file is read
+    // whole all the same (a start time misread as missing would make a live owner look gone).
+    let mut stat = Vec::new();
+    let mut chunk = [0u8; 1024];
     loop {
-        match file.read(&mut buf[len..]) {
+        match file.read(&mut chunk) {
             Ok(0) => break,
-            Ok(n) => len += n,
+            Ok(n) => stat.extend_from_slice(&chunk[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => return None,
         }
-        if len == buf.len() {
-            return None;
-        }
     }
-    let stat = std::str::from_utf8(&buf[..len]).ok()?;
+    let stat = std::str::from_utf8(&stat).ok()?;
     let pid = stat.split(' ').next()?.parse().ok()?;
     // The command name (field 2) is in parentheses and may itself contain spaces and `)`.
     let after_comm = &stat[stat.rfind(')')? + 1..];
@@ -314,6 +312,10 @@ mod tests {
         let fields: Vec<String> = (3..=52).map(|n| n.to_string()).collect();
         // Field 22 (start time) is the 20th after the name: here "22".
         std::fs::write(&path, format!("4242 (a) b (c)) {}\n", fields.join(" "))).unwrap();
+        assert_eq!(super::read_stat(path.to_str().unwrap()), Some((4242, 22)));
+        // Longer than one read: read whole, not taken for a missing process.
+        let long = format!("4242 ({}) {}\n", "x".repeat(3000), fields.join(" "));
+        std::fs::write(&path, long).unwrap();
         assert_eq!(super::read_stat(path.to_str().unwrap()), Some((4242, 22)));
         std::fs::write(&path, "4242 (no end").unwrap();
         assert_eq!(super::read_stat(path.to_str().unwrap()), None);
