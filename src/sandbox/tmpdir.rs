@@ -248,9 +248,9 @@ fn start_time(pid: u32) -> Option<u64> {
 }
 
 /// Fields 1 and 22 of a `/proc/PID/stat`: the pid `/proc` names the process by, and its start
-/// time in clock ticks after boot. The file is read with one `read` into a buffer it fits in
-/// (std's `read_to_string` sizes it with a `statx` first and, `/proc` saying 0 bytes, grows
-/// the buffer from 32 bytes: seven syscalls where two do).
+/// time in clock ticks after boot. Read in 1 KiB chunks: two `read`s for the usual ~300 bytes,
+/// where std's `read_to_string` makes seven syscalls (a `statx` for the size, which `/proc`
+/// gives as 0, then reads into a buffer grown from 32 bytes).
 #[cfg(target_os = "linux")]
 fn read_stat(path: &str) -> Option<(u32, u64)> {
     use std::io::Read;
