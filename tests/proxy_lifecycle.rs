@@ -137,3 +137,98 @@ fn sigterm_to_the_proxy_leaves_no_server_behind() {
     assert_eq!(s.wait_exit(), 128 + 15);
     assert!(!alive(pid), "server {pid} left behind");
 }
+
+/// A server that writes its own signal dispositions and mask (from `/proc/self/status`, read by
+/// the shell itself) to stderr, then answers `initialize`.
+const SIGNAL_REPORT: &str = r#"read -r line
+while IFS= read -r l; do
+  case "$l" in SigIgn*|SigBlk*) echo "$l" >&2;; esac
+done < /proc/self/status
+echo '{"jsonrpc":"2.0","id":0,"result":{}}'
+"#;
+
+/// Run `SIGNAL_REPORT` from a launcher that ignores `ignored` (`trap '' …`, then `exec`), direct
+/// or through the proxy (`proxy_args` before `--`). The server's `SigIgn`/`SigBlk` lines, and
+/// (through the proxy) the proxy's own `SigIgn` mask read while it runs.
+fn signal_report(ignored: &str, proxy_args: Option<&[&str]>) -> (Vec<String>, Option<u64>) {
+    use std::io::{BufRead, Read, Write};
+    let t = Tree::new();
+    let launcher = format!("trap '' {ignored}; exec \"$@\"");
+    let mut c = std::process::Command::new("sh");
+    c.args(["-c", &launcher, "launcher"]);
+    if let Some(args) = proxy_args {
+        c.arg(PROXY).args(args).arg("--");
+    }
+    c.args(["sh", "-c", SIGNAL_REPORT])
+        .current_dir(t.scope())
+        .env("HOME", t.root().join("home"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().expect("start");
+    let mut stdin = child.stdin.take().expect("piped");
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"t","version":"0"}}}}}}"#
+    )
+    .expect("write");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("piped"));
+    let mut answer = String::new();
+    stdout.read_line(&mut answer).expect("read the answer");
+    assert!(answer.contains(r#""id":0"#), "answered: {answer:?}");
+    // The launcher exec'd: the child's pid is the proxy's (or the server's, direct).
+    let own_ignored = proxy_args.map(|_| {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id()))
+            .expect("the proxy's status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigIgn:\t"))
+            .and_then(|m| u64::from_str_radix(m, 16).ok())
+            .expect("SigIgn")
+    });
+    drop(stdin);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("piped")
+        .read_to_string(&mut stderr)
+        .expect("stderr");
+    assert!(child.wait().expect("wait").success(), "{stderr}");
+    let lines = stderr
+        .lines()
+        .filter(|l| l.starts_with("SigIgn") || l.starts_with("SigBlk"))
+        .map(str::to_string)
+        .collect();
+    (lines, own_ignored)
+}
+
+/// Bit of signal `n` in a `/proc` signal mask.
+fn bit(n: i32) -> u64 {
+    1 << (n - 1)
+}
+
+#[test]
+fn signals_the_launcher_ignored_stay_ignored_for_the_server_as_direct() {
+    let int_term = bit(libc::SIGINT) | bit(libc::SIGTERM);
+    for ignored in ["INT TERM", "HUP"] {
+        let (direct, _) = signal_report(ignored, None);
+        assert_eq!(direct.len(), 2, "{direct:?}");
+        for args in [&["--pin", "off"][..], &["--pin", "off", "--no-jail"][..]] {
+            let (proxied, proxy_ignores) = signal_report(ignored, Some(args));
+            assert_eq!(
+                proxied, direct,
+                "the server's signal mask and dispositions are those of a direct start \
+                 (launcher ignoring {ignored}, proxy {args:?})"
+            );
+            let proxy_ignores = proxy_ignores.expect("the proxy's mask");
+            let expected = if ignored == "INT TERM" { int_term } else { 0 };
+            assert_eq!(
+                proxy_ignores & int_term,
+                expected,
+                "the proxy itself ignores SIGINT/SIGTERM exactly when it was started so \
+                 ({ignored}): {proxy_ignores:x}"
+            );
+        }
+    }
+}

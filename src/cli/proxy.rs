@@ -288,23 +288,53 @@ pub fn resolve_settings(
     })
 }
 
+/// Whether `signal` is ignored in this process, asked before any handler of ours is installed:
+/// how the launcher left it.
+#[cfg(unix)]
+fn ignored_from_start(signal: libc::c_int) -> bool {
+    // SAFETY: a query only (no new action); `current` is a valid out-pointer.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_IGN
+    }
+}
+
 fn parse_domain_rule(text: &str) -> Result<crate::policy::DomainRule, String> {
     crate::policy::DomainRule::parse(text).map_err(|e| e.why)
 }
 
 /// SIGINT/SIGTERM are passed to the session, which passes each on to the server (as the
-/// client would have signalled the server directly).
+/// client would have signalled the server directly). A signal the proxy was started with ignored
+/// (a launcher's `nohup`, `trap '' INT`, a shell's background job) stays ignored: no handler is
+/// installed for it, so the server inherits it ignored, as it would have started directly, and a
+/// signal that would not have reached the server direct is not passed on.
 fn spawn_signal_listener(tx: tokio::sync::mpsc::UnboundedSender<i32>) -> anyhow::Result<()> {
     #[cfg(unix)]
     {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate())?;
-        let mut int = signal(SignalKind::interrupt())?;
+        use tokio::signal::unix::{signal, Signal, SignalKind};
+        let listen = |kind: SignalKind, number: libc::c_int| -> std::io::Result<Option<Signal>> {
+            match ignored_from_start(number) {
+                true => Ok(None),
+                false => signal(kind).map(Some),
+            }
+        };
+        let mut term = listen(SignalKind::terminate(), libc::SIGTERM)?;
+        let mut int = listen(SignalKind::interrupt(), libc::SIGINT)?;
+        if term.is_none() && int.is_none() {
+            return Ok(());
+        }
+        async fn next(signal: &mut Option<Signal>) -> Option<()> {
+            match signal {
+                Some(signal) => signal.recv().await,
+                None => std::future::pending().await,
+            }
+        }
         tokio::spawn(async move {
             loop {
                 let sig = tokio::select! {
-                    _ = term.recv() => libc::SIGTERM,
-                    _ = int.recv() => libc::SIGINT,
+                    _ = next(&mut term) => libc::SIGTERM,
+                    _ = next(&mut int) => libc::SIGINT,
                 };
                 if tx.send(sig).is_err() {
                     return;
