@@ -222,13 +222,46 @@ fn signals_the_launcher_ignored_stay_ignored_for_the_server_as_direct() {
                  (launcher ignoring {ignored}, proxy {args:?})"
             );
             let proxy_ignores = proxy_ignores.expect("the proxy's mask");
-            let expected = if ignored == "INT TERM" { int_term } else { 0 };
+            let passed_on = int_term | bit(libc::SIGHUP);
+            let expected = if ignored == "INT TERM" {
+                int_term
+            } else {
+                bit(libc::SIGHUP)
+            };
             assert_eq!(
-                proxy_ignores & int_term,
+                proxy_ignores & passed_on,
                 expected,
-                "the proxy itself ignores SIGINT/SIGTERM exactly when it was started so \
+                "the proxy itself ignores a signal it passes on exactly when it was started so \
                  ({ignored}): {proxy_ignores:x}"
             );
         }
     }
+}
+
+/// SIGUSR1, SIGUSR2, SIGHUP and SIGQUIT to the process the client started: each reaches the
+/// server (which reports it and goes on), and the session ends at EOF with the server's status.
+fn other_signals(direct: bool) -> i32 {
+    use nix::sys::signal::Signal;
+    let t = Tree::new();
+    let mut s = start(&t, direct, &[("FIXTURE_REPORT_SIGNALS", "1")]);
+    s.initialize();
+    for sig in [
+        Signal::SIGUSR1,
+        Signal::SIGUSR2,
+        Signal::SIGHUP,
+        Signal::SIGQUIT,
+    ] {
+        signal(&s, sig);
+        s.wait_stderr(&format!("FIXTURE-SIGNAL {:02}", sig as i32));
+    }
+    let pid = server_pid(&mut s);
+    assert!(alive(pid), "the server goes on after the signals");
+    s.close_stdin();
+    s.wait_exit()
+}
+
+#[test]
+fn signals_for_the_server_reach_it_and_do_not_end_the_proxy_as_direct() {
+    assert_eq!(other_signals(true), 0);
+    assert_eq!(other_signals(false), 0);
 }

@@ -304,43 +304,34 @@ fn parse_domain_rule(text: &str) -> Result<crate::policy::DomainRule, String> {
     crate::policy::DomainRule::parse(text).map_err(|e| e.why)
 }
 
-/// SIGINT/SIGTERM are passed to the session, which passes each on to the server (as the
-/// client would have signalled the server directly). A signal the proxy was started with ignored
-/// (a launcher's `nohup`, `trap '' INT`, a shell's background job) stays ignored: no handler is
-/// installed for it, so the server inherits it ignored, as it would have started directly, and a
-/// signal that would not have reached the server direct is not passed on.
+/// The signals a client (or its terminal) sends a server, passed to the session, which passes
+/// each on to the server as the client would have signalled it directly: SIGTERM and SIGINT
+/// (which end a session), SIGHUP and SIGQUIT (a hung-up terminal, a quit key), SIGUSR1 and
+/// SIGUSR2 (a runtime's own: Node opens its inspector on SIGUSR1). Left to their default, each of
+/// these would end the proxy instead and the server with it, by SIGKILL. A signal the proxy was
+/// started with ignored (a launcher's `nohup`, `trap '' INT`, a shell's background job) stays
+/// ignored: no handler is installed for it, so the server inherits it ignored, as it would have
+/// started directly, and a signal that would not have reached the server direct is not passed on.
 fn spawn_signal_listener(tx: tokio::sync::mpsc::UnboundedSender<i32>) -> anyhow::Result<()> {
     #[cfg(unix)]
     {
-        use tokio::signal::unix::{signal, Signal, SignalKind};
-        let listen = |kind: SignalKind, number: libc::c_int| -> std::io::Result<Option<Signal>> {
-            match ignored_from_start(number) {
-                true => Ok(None),
-                false => signal(kind).map(Some),
-            }
-        };
-        let mut term = listen(SignalKind::terminate(), libc::SIGTERM)?;
-        let mut int = listen(SignalKind::interrupt(), libc::SIGINT)?;
-        if term.is_none() && int.is_none() {
-            return Ok(());
-        }
-        async fn next(signal: &mut Option<Signal>) -> Option<()> {
-            match signal {
-                Some(signal) => signal.recv().await,
-                None => std::future::pending().await,
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut streams = Vec::new();
+        for number in crate::proxy::PASSED_ON_SIGNALS {
+            if !ignored_from_start(number) {
+                streams.push((number, signal(SignalKind::from_raw(number))?));
             }
         }
-        tokio::spawn(async move {
-            loop {
-                let sig = tokio::select! {
-                    _ = next(&mut term) => libc::SIGTERM,
-                    _ = next(&mut int) => libc::SIGINT,
-                };
-                if tx.send(sig).is_err() {
-                    return;
+        for (number, mut stream) in streams {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                while stream.recv().await.is_some() {
+                    if tx.send(number).is_err() {
+                        return;
+                    }
                 }
-            }
-        });
+            });
+        }
     }
     #[cfg(not(unix))]
     {

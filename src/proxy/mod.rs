@@ -51,6 +51,18 @@ use crate::sandbox::JailOptions;
 
 pub use router::run;
 
+/// The signals the proxy passes on to the server (see `cli::proxy`): the two that end a session
+/// first, then those a terminal or a runtime's user sends.
+#[cfg(unix)]
+pub const PASSED_ON_SIGNALS: [i32; 6] = [
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+];
+
 /// How a denied call is answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DenyMode {

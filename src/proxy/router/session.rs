@@ -40,6 +40,13 @@ enum Shutdown {
     Signalled(u8),
 }
 
+/// Whether `sig` is one that asks the session to end (SIGTERM, SIGINT, SIGHUP, SIGQUIT), as
+/// opposed to one for the server's own use (SIGUSR1, SIGUSR2): only the first kind counts toward
+/// [`SIGNALS_FORWARDED`].
+fn ends_session(sig: i32) -> bool {
+    ![libc::SIGUSR1, libc::SIGUSR2].contains(&sig)
+}
+
 /// Signals passed on as they are; past this many the server's session is killed (the
 /// safety net for a server that ignores a repeated signal, which direct would not have: a
 /// client that insists that often means it).
@@ -246,6 +253,13 @@ where
                     signals_open = false;
                     continue;
                 };
+                if !ends_session(sig) {
+                    // A signal for the server's own use (SIGUSR1 opens Node's inspector): passed
+                    // on, and the session goes on as it would have direct.
+                    tracing::info!(pid = child.pid, "signal {sig}: passed on to the server");
+                    child.signal(sig);
+                    continue;
+                }
                 let n = match stage {
                     Shutdown::Signalled(n) => n.saturating_add(1),
                     _ => 1,
