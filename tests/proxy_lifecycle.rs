@@ -265,3 +265,38 @@ fn signals_for_the_server_reach_it_and_do_not_end_the_proxy_as_direct() {
     assert_eq!(other_signals(true), 0);
     assert_eq!(other_signals(false), 0);
 }
+
+/// The wait status of the process the client started, once the server was ended by `signal`:
+/// sent to that process by the client (passed on by the proxy), or, with `to_server`, sent to
+/// the server itself (a crash, as the client sees it).
+fn ended_by(direct: bool, signal: nix::sys::signal::Signal, to_server: bool) -> String {
+    let t = Tree::new();
+    let mut s = start(&t, direct, &[]);
+    s.initialize();
+    let pid = server_pid(&mut s);
+    let target = if to_server { pid } else { s.pid() };
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(target as i32), signal).unwrap();
+    match s.wait_status() {
+        nix::sys::wait::WaitStatus::Signaled(_, sig, _) => format!("killed by {sig}"),
+        nix::sys::wait::WaitStatus::Exited(_, code) => format!("exited {code}"),
+        other => format!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_server_ended_by_a_signal_ends_the_proxy_by_the_same_signal_as_direct() {
+    use nix::sys::signal::Signal;
+    for (signal, to_server) in [
+        (Signal::SIGTERM, false),
+        (Signal::SIGKILL, true),
+        (Signal::SIGABRT, true),
+    ] {
+        let direct = ended_by(true, signal, to_server);
+        assert_eq!(direct, format!("killed by {signal}"));
+        assert_eq!(
+            ended_by(false, signal, to_server),
+            direct,
+            "the client sees the signal, not an exit code of 128+signal"
+        );
+    }
+}

@@ -122,8 +122,39 @@ pub fn run(args: ProxyArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
     // tokio's stdin reads on a blocking thread that cannot be interrupted; the child is
     // already reaped and stdout flushed here, so nothing is lost by not waiting for it.
     runtime.shutdown_background();
-    let code = result?;
-    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+    let end = result?;
+    #[cfg(unix)]
+    if let Some(signal) = end.signal {
+        end_by_signal(signal);
+    }
+    Ok(ExitCode::from(u8::try_from(end.code).unwrap_or(1)))
+}
+
+/// End this process by `signal`, the way the server ended, so the client's wait reports the
+/// same signal it would have direct (not an exit code of 128+signal). No core file is written
+/// for the proxy (the server's own, if any, is the server's). Returns only if the signal does
+/// not end a process (a server cannot have been ended by one of those); the caller then exits
+/// with 128+signal.
+#[cfg(unix)]
+fn end_by_signal(signal: libc::c_int) {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    let no_core = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: setrlimit with a valid struct; signal, sigprocmask and kill with a standard signal
+    // number and valid (empty or one-signal) sets on this stack.
+    unsafe {
+        libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+        libc::signal(signal, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, signal);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::raise(signal);
+    }
 }
 
 /// Flags + environment → the plain settings the proxy library takes.

@@ -507,6 +507,35 @@ pub fn describe_exit(status: ExitStatus) -> String {
     format!("exited (status {})", exit_code(status))
 }
 
+/// How the server ended, as the proxy ends the same way: its exit code (128+signal when a
+/// signal ended it, what a shell reports) and, when a signal ended it, which one: the proxy
+/// then ends by the same signal, so the client sees what it would have seen direct (Node's
+/// `signal: 'SIGTERM'`, Python's `returncode == -15`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerEnd {
+    pub code: i32,
+    pub signal: Option<i32>,
+}
+
+impl ServerEnd {
+    /// A server whose status is unknown (it could not be waited for).
+    pub const UNKNOWN: ServerEnd = ServerEnd {
+        code: 1,
+        signal: None,
+    };
+
+    pub fn of(status: ExitStatus) -> ServerEnd {
+        #[cfg(unix)]
+        let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+        #[cfg(not(unix))]
+        let signal = None;
+        ServerEnd {
+            code: exit_code(status),
+            signal,
+        }
+    }
+}
+
 /// The proxy's exit code for a server's exit status: its code, or 128+signal.
 pub fn exit_code(status: ExitStatus) -> i32 {
     if let Some(code) = status.code() {

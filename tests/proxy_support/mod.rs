@@ -316,7 +316,18 @@ impl Session {
 
     /// Wait for the proxy to exit (reaping it) and return its exit code, 128+n for a signal.
     pub fn wait_exit(&mut self) -> i32 {
-        use nix::sys::wait::{waitpid, WaitStatus};
+        use nix::sys::wait::WaitStatus;
+        match self.wait_status() {
+            WaitStatus::Exited(_, code) => code,
+            WaitStatus::Signaled(_, sig, _) => 128 + sig as i32,
+            other => panic!("unexpected wait status {other:?}"),
+        }
+    }
+
+    /// Wait for the process to end (bounded): its wait status as the kernel reports it, so a
+    /// signal is told apart from an exit code of 128+signal.
+    pub fn wait_status(&mut self) -> nix::sys::wait::WaitStatus {
+        use nix::sys::wait::waitpid;
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -327,11 +338,7 @@ impl Session {
             .expect("the proxy exits in time")
             .expect("waitpid");
         self.reaped = true;
-        match status {
-            WaitStatus::Exited(_, code) => code,
-            WaitStatus::Signaled(_, sig, _) => 128 + sig as i32,
-            other => panic!("unexpected wait status {other:?}"),
-        }
+        status
     }
 
     pub fn pid(&self) -> u32 {

@@ -12,7 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 
 use super::super::audit::CallLog;
-use super::super::child::{describe_exit, exit_code, ServerChild};
+use super::super::child::{describe_exit, ServerChild, ServerEnd};
 use super::super::framing::FramedReader;
 use super::super::integrity::Violations;
 use super::super::pinning::Pinning;
@@ -52,8 +52,8 @@ fn ends_session(sig: i32) -> bool {
 /// client that insists that often means it).
 const SIGNALS_FORWARDED: u8 = 2;
 
-/// Run the proxy over the given client streams until the session ends; the result is the exit
-/// code (the server's status). `signals` carries the signals the proxy received (SIGINT,
+/// Run the proxy over the given client streams until the session ends; the result is how the
+/// server ended (its exit code, and the signal that ended it, if one did). `signals` carries the signals the proxy received (SIGINT,
 /// SIGTERM: a parameter so tests can send them); each is passed on to the server.
 /// `client_direct` is `client_out`'s own pipe in non-blocking mode, if it is one (see
 /// [`crate::proxy::stdio::client_stdio`]): answers are then written at once when nothing is
@@ -64,7 +64,7 @@ pub async fn run<R, W>(
     client_out: W,
     client_direct: Option<std::os::fd::OwnedFd>,
     signals: mpsc::UnboundedReceiver<i32>,
-) -> Result<i32, ProxyError>
+) -> Result<ServerEnd, ProxyError>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -125,7 +125,7 @@ pub(super) async fn run_with<R, W>(
     client_direct: Option<std::os::fd::OwnedFd>,
     mut signals: mpsc::UnboundedReceiver<i32>,
     mut launch: Launch,
-) -> Result<i32, ProxyError>
+) -> Result<ServerEnd, ProxyError>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -336,7 +336,11 @@ where
     while let Ok(rec) = net_decisions.try_recv() {
         router.log.net(&rec);
     }
-    let status = child.status.map(exit_code).unwrap_or(1);
+    let end = child
+        .status
+        .map(ServerEnd::of)
+        .unwrap_or(ServerEnd::UNKNOWN);
+    let status = end.code;
     let owed = router.owes_answers();
     let signalled = matches!(stage, Shutdown::Signalled(_));
     let start_failure = !router.server_spoke && !client_eof && !signalled;
@@ -375,7 +379,7 @@ where
         let _ = reaper.await;
     }
     let _ = writer.await;
-    Ok(status)
+    Ok(end)
 }
 
 async fn sleep_until_opt(at: Option<Instant>) {

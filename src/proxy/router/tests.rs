@@ -59,7 +59,7 @@ pub(super) struct Harness {
     servers: mpsc::UnboundedReceiver<FakeServer>,
     /// Signals to the proxy.
     pub signals: mpsc::UnboundedSender<i32>,
-    session: Option<JoinHandle<Result<i32, ProxyError>>>,
+    session: Option<JoinHandle<Result<crate::proxy::child::ServerEnd, ProxyError>>>,
     pub dir: tempfile::TempDir,
 }
 
@@ -171,6 +171,7 @@ impl Harness {
             .expect("the session ended in time")
             .expect("the session task")
             .expect("the session's result")
+            .code
     }
 
     /// initialize → answer → initialized, as a client and the server do it (`roots`: the
