@@ -144,8 +144,8 @@ fn end_by_signal(signal: libc::c_int) {
         rlim_cur: 0,
         rlim_max: 0,
     };
-    // SAFETY: setrlimit with a valid struct; signal, sigprocmask and kill with a standard signal
-    // number and valid (empty or one-signal) sets on this stack.
+    // SAFETY: setrlimit with a valid struct; signal, pthread_sigmask and raise with a signal
+    // number a wait status reported, and a valid one-signal set on this stack.
     unsafe {
         libc::setrlimit(libc::RLIMIT_CORE, &no_core);
         libc::signal(signal, libc::SIG_DFL);

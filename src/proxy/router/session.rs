@@ -53,8 +53,9 @@ fn ends_session(sig: i32) -> bool {
 const SIGNALS_FORWARDED: u8 = 2;
 
 /// Run the proxy over the given client streams until the session ends; the result is how the
-/// server ended (its exit code, and the signal that ended it, if one did). `signals` carries the signals the proxy received (SIGINT,
-/// SIGTERM: a parameter so tests can send them); each is passed on to the server.
+/// server ended (its exit code, and the signal that ended it, if one did). `signals` carries the
+/// signals the proxy received (see [`crate::proxy::PASSED_ON_SIGNALS`]; a parameter so tests can
+/// send them); each is passed on to the server.
 /// `client_direct` is `client_out`'s own pipe in non-blocking mode, if it is one (see
 /// [`crate::proxy::stdio::client_stdio`]): answers are then written at once when nothing is
 /// queued (see `outbox`).
