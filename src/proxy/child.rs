@@ -28,6 +28,9 @@ pub type ServerStdout = Box<dyn AsyncRead + Unpin + Send>;
 #[derive(Debug)]
 pub enum Process {
     Os(tokio::process::Child),
+    /// Started by the jail itself, without std's `Command` (see `PreparedJail::spawn_piped`).
+    #[cfg(target_os = "linux")]
+    Pidfd(PidfdChild),
     #[cfg(test)]
     Fake(tokio::sync::oneshot::Receiver<ExitStatus>),
 }
@@ -37,6 +40,8 @@ impl Process {
     pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
         match self {
             Process::Os(child) => child.wait().await,
+            #[cfg(target_os = "linux")]
+            Process::Pidfd(child) => child.wait().await,
             #[cfg(test)]
             Process::Fake(rx) => match rx.await {
                 Ok(status) => Ok(status),
@@ -49,8 +54,108 @@ impl Process {
     pub fn start_kill(&mut self) -> std::io::Result<()> {
         match self {
             Process::Os(child) => child.start_kill(),
+            #[cfg(target_os = "linux")]
+            Process::Pidfd(child) => child.start_kill(),
             #[cfg(test)]
             Process::Fake(_) => Ok(()),
+        }
+    }
+}
+
+/// A child known by its pidfd: waited for when the pidfd says it exited, killed through it
+/// (so never a recycled pid), and killed and reaped when dropped, like tokio's `kill_on_drop`.
+#[cfg(target_os = "linux")]
+#[derive(Debug)]
+pub struct PidfdChild {
+    pid: libc::pid_t,
+    pidfd: tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>,
+    status: Option<ExitStatus>,
+}
+
+#[cfg(target_os = "linux")]
+impl PidfdChild {
+    fn new(pid: u32, pidfd: std::os::fd::OwnedFd) -> std::io::Result<PidfdChild> {
+        let pid = libc::pid_t::try_from(pid).map_err(std::io::Error::other)?;
+        // SAFETY: `pidfd` is an open descriptor we own; the AsyncFd takes ownership of it, so it
+        // stays open and refers to the same process until the AsyncFd is dropped.
+        let pidfd = unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE)
+        }?;
+        Ok(PidfdChild {
+            pid,
+            pidfd,
+            status: None,
+        })
+    }
+
+    /// Wait for the child to exit and reap it (cancel-safe).
+    async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        loop {
+            if let Some(status) = self.try_reap()? {
+                return Ok(status);
+            }
+            self.pidfd.readable().await?.clear_ready();
+        }
+    }
+
+    /// Reap the child if it has exited.
+    fn try_reap(&mut self) -> std::io::Result<Option<ExitStatus>> {
+        use std::os::unix::process::ExitStatusExt;
+        if self.status.is_none() {
+            let mut raw = 0;
+            // SAFETY: our own child's pid (not reaped yet, so not recycled); a valid
+            // out-pointer.
+            match unsafe { libc::waitpid(self.pid, &mut raw, libc::WNOHANG) } {
+                0 => {}
+                pid if pid == self.pid => self.status = Some(ExitStatus::from_raw(raw)),
+                _ => return Err(std::io::Error::last_os_error()),
+            }
+        }
+        Ok(self.status)
+    }
+
+    /// SIGKILL, without waiting.
+    fn start_kill(&mut self) -> std::io::Result<()> {
+        if self.status.is_some() {
+            return Ok(());
+        }
+        use std::os::fd::AsRawFd;
+        // SAFETY: pidfd_send_signal on our pidfd, no siginfo.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                self.pidfd.get_ref().as_raw_fd(),
+                libc::SIGKILL,
+                std::ptr::null::<libc::siginfo_t>(),
+                0u32,
+            )
+        };
+        if rc < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for PidfdChild {
+    /// Killed if it still runs, and reaped: at once if it is gone already, otherwise by a task
+    /// (a zombie is not left for the proxy's lifetime).
+    fn drop(&mut self) {
+        if matches!(self.try_reap(), Ok(Some(_))) {
+            return;
+        }
+        let _ = self.start_kill();
+        let pid = self.pid;
+        let Ok(fd) = self.pidfd.get_ref().try_clone() else {
+            return;
+        };
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                if let Ok(mut child) = PidfdChild::new(pid as u32, fd) {
+                    let _ = child.wait().await;
+                }
+            });
         }
     }
 }
@@ -137,6 +242,30 @@ impl tokio::io::AsyncWrite for ChannelWriter {
 }
 
 impl ServerChild {
+    /// Start the server in `jail`, with piped stdio: by the jail itself where it can (no fork of
+    /// the proxy, see `PreparedJail::spawn_piped`), through its `Command` otherwise.
+    pub fn spawn_in(
+        jail: &crate::sandbox::PreparedJail,
+        max_line: usize,
+    ) -> std::io::Result<ServerChild> {
+        #[cfg(target_os = "linux")]
+        if let Some(spawned) = jail.spawn_piped() {
+            let spawned = spawned?;
+            let process = Process::Pidfd(PidfdChild::new(spawned.pid, spawned.pidfd)?);
+            let stdout = pipe::Receiver::from_owned_fd(spawned.stdout)?;
+            let stdin = pipe::Sender::from_owned_fd(spawned.stdin)?;
+            return ServerChild::started(
+                process,
+                spawned.pid,
+                stdin,
+                Box::new(stdout),
+                spawned.stderr,
+                max_line,
+            );
+        }
+        ServerChild::spawn(jail.command(), max_line)
+    }
+
     /// Start `cmd` (from `PreparedJail::command`, so the jail applies) with piped stdin/stdout.
     pub fn spawn(mut cmd: Command, max_line: usize) -> std::io::Result<ServerChild> {
         cmd.stdin(Stdio::piped())
@@ -145,8 +274,6 @@ impl ServerChild {
             .kill_on_drop(true);
         let mut process = cmd.spawn()?;
         let pid = process.id().unwrap_or(0);
-        // Asked now, while the server cannot have exited unreaped: its pid is still its own.
-        let session = crate::sandbox::led_session(pid);
         let stdout = process
             .stdout
             .take()
@@ -159,23 +286,42 @@ impl ServerChild {
             .stderr
             .take()
             .ok_or_else(|| std::io::Error::other("the server's stderr was not piped"))?;
-        let stderr = Arc::new(StderrCopy::new(pipe::Receiver::from_owned_fd(
+        ServerChild::started(
+            Process::Os(process),
+            pid,
+            stdin,
+            Box::new(stdout),
             stderr.into_owned_fd()?,
-        )?));
+            max_line,
+        )
+    }
+
+    /// A server just started: its stdin fed through an outbox, its stderr copied.
+    fn started<W>(
+        process: Process,
+        pid: u32,
+        stdin: W,
+        stdout: ServerStdout,
+        stderr: std::os::fd::OwnedFd,
+        max_line: usize,
+    ) -> std::io::Result<ServerChild>
+    where
+        W: tokio::io::AsyncWrite + std::os::fd::AsFd + Unpin + Send + 'static,
+    {
+        // Asked now, while the server cannot have exited unreaped: its pid is still its own.
+        let session = crate::sandbox::led_session(pid);
+        let stderr = Arc::new(StderrCopy::new(pipe::Receiver::from_owned_fd(stderr)?));
         let stderr_task = tokio::spawn(copy_stderr(stderr.clone()));
         // tokio's pipe is non-blocking; the duplicate shares that. It closes with the outbox,
         // the writer task's with the task: the server sees EOF once both are gone.
-        let direct = {
-            use std::os::fd::AsFd;
-            stdin.as_fd().try_clone_to_owned().ok()
-        };
+        let direct = stdin.as_fd().try_clone_to_owned().ok();
         // Its writer task ends (closing the server's input) once the outbox is dropped.
         let (stdin, _) = Outbox::start(stdin, direct);
         Ok(ServerChild {
-            process: Process::Os(process),
+            process,
             pid,
             stdin: Some(stdin),
-            stdout: server_reader(Box::new(stdout), max_line),
+            stdout: server_reader(stdout, max_line),
             stdout_eof: false,
             status: None,
             jail: None,

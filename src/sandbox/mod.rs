@@ -32,6 +32,8 @@ mod linux;
 /// before Linux 5.6): the scan tracer's in-scope check.
 #[cfg(target_os = "linux")]
 pub(crate) use linux::sys::openat2_no_symlinks as open_without_symlinks;
+#[cfg(target_os = "linux")]
+pub use linux::Spawned as SpawnedServer;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -750,6 +752,22 @@ impl PreparedJail {
         #[cfg(not(target_os = "linux"))]
         let _ = own_exec;
         cmd
+    }
+
+    /// Start the server with piped stdio, without forking this process, where the jail can
+    /// (Linux, with the reaper and a PID namespace; see `linux::spawn`): `None` where it cannot,
+    /// for the caller to spawn [`Self::command`] instead. Like `command`, once per spawn.
+    #[cfg(target_os = "linux")]
+    pub fn spawn_piped(&self) -> Option<std::io::Result<SpawnedServer>> {
+        let Platform::Linux(jail) = &self.platform else {
+            return None;
+        };
+        let exec = linux::ServerExec {
+            program: &self.program,
+            args: &self.args,
+            env: self.env.as_deref(),
+        };
+        jail.spawn_piped(&self.cwd, exec)
     }
 
     pub fn report(&self) -> &EnforcementReport {

@@ -70,7 +70,7 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let launch: Launch = Box::new(|jail, max_line| ServerChild::spawn(jail.command(), max_line));
+    let launch: Launch = Box::new(ServerChild::spawn_in);
     run_with(
         config,
         client_in,

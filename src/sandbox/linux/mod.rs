@@ -6,13 +6,17 @@
 //! Everything that allocates or can fail in interesting ways happens in the parent: paths are
 //! opened in `prepare`, the seccomp program is compiled there, and a fresh Landlock ruleset is
 //! created for each command. The `pre_exec` hook runs after `fork` in a multi-threaded process,
-//! so it only issues syscalls on memory prepared beforehand (see [`sys`]).
+//! so it only issues syscalls on memory prepared beforehand (see [`sys`]). The proxy does not
+//! even fork where it can: [`spawn`] runs the same hook in a `vfork`-style child that shares
+//! its memory, which ends by exec'ing the [`reaper`].
 
 mod bpf;
 mod landlock;
 mod mask;
 mod pidns;
+mod reaper;
 mod seccomp;
+mod spawn;
 pub mod sys;
 
 use std::ffi::{CStr, OsString};
@@ -26,6 +30,7 @@ pub use self::landlock::fs_rights_names;
 use self::landlock::{LandlockPlan, ProcSelfAccess, PROC_SELF_ENTRIES};
 use self::mask::MaskPlan;
 use self::seccomp::SeccompPlan;
+pub use self::spawn::Spawned;
 
 /// Error the child reports when the parent could not build the ruleset (so the spawn fails
 /// instead of running unconfined).
@@ -45,6 +50,9 @@ pub struct LinuxJail {
     last_cap: u32,
     /// Start the server's descendants in a PID namespace of their own (see [`pidns`]).
     pid_ns: bool,
+    /// What the namespace's shim and init exec once the server runs (see [`reaper`]); `None`
+    /// keeps them as forks of the proxy.
+    reaper: Option<std::sync::Arc<reaper::Reaper>>,
     /// The egress proxy's port inside the server's own network namespace, when it gets one.
     net_ns: Option<u16>,
     /// Our end of the socket the latest child sends its namespace's listener over.
@@ -187,12 +195,22 @@ impl LinuxJail {
             )?)),
             false => None,
         };
+        let reaper = match pid_ns.is_ok() {
+            true => reaper::Reaper::load()
+                .inspect_err(|e| {
+                    tracing::debug!("jail: no reaper ({e}): the shim and init stay forks")
+                })
+                .ok()
+                .map(std::sync::Arc::new),
+            false => None,
+        };
         Ok(LinuxJail {
             masks,
             landlock,
             seccomp,
             last_cap: sys::cap_last_cap(),
             pid_ns: pid_ns.is_ok(),
+            reaper,
             net_ns,
             egress_rx: std::sync::Mutex::new(None),
             refusal,
@@ -231,6 +249,48 @@ impl LinuxJail {
         cwd: &std::path::Path,
         exec: Option<ServerExec<'_>>,
     ) {
+        let plan = self.child_plan(cwd, exec, false);
+        // SAFETY: the closure runs in the forked child before exec. It only performs raw
+        // syscalls (setsid, prctl, ioctl/open/dup2 on stdio, unshare, open/write on /proc/self,
+        // mount, raw clone and waitpid for the PID namespace, setrlimit, capget/capset,
+        // landlock_*, seccomp, close_range) on data allocated before the fork; it takes no locks
+        // and does not allocate (errors come from errno).
+        unsafe {
+            cmd.pre_exec(move || child_confine(&plan));
+        }
+    }
+
+    /// Start the server in `cwd` with piped stdio, without forking the proxy (see [`spawn`]):
+    /// `None` where this jail cannot (no reaper, or no PID namespace), for the caller to use
+    /// [`Self::apply`] on a `Command` instead.
+    pub fn spawn_piped(
+        &self,
+        cwd: &std::path::Path,
+        exec: ServerExec<'_>,
+    ) -> Option<std::io::Result<spawn::Spawned>> {
+        if !self.pid_ns || self.reaper.is_none() {
+            return None;
+        }
+        let Ok(dir) =
+            std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(cwd.as_os_str()))
+        else {
+            return Some(Err(std::io::Error::from_raw_os_error(libc::EINVAL)));
+        };
+        let plan = self.child_plan(cwd, Some(exec), true);
+        if !matches!(plan.exec, Some(Some(_))) {
+            // A string held a NUL byte: std's spawn fails the same way.
+            return Some(Err(std::io::Error::from_raw_os_error(libc::EINVAL)));
+        }
+        Some(spawn::spawn(&plan, &dir))
+    }
+
+    /// Everything the server's child needs, prepared here before it starts.
+    fn child_plan(
+        &self,
+        cwd: &std::path::Path,
+        exec: Option<ServerExec<'_>>,
+        shim_shares_memory: bool,
+    ) -> ChildPlan {
         // The working directory is entered before the hook runs, on the mounts as they were:
         // once the write grants are bound onto themselves it must be entered again, or relative
         // paths would reach the covered (read-only, unmasked) mount underneath.
@@ -278,7 +338,7 @@ impl LinuxJail {
         if let Some(word) = &self.refusal {
             word.set(0);
         }
-        let plan = ChildPlan {
+        ChildPlan {
             exec: exec.map(|e| ExecPlan::new(e.program, e.args, e.env)),
             refusal: self.refusal.clone(),
             net_ns,
@@ -289,15 +349,9 @@ impl LinuxJail {
             programs,
             last_cap: self.last_cap,
             pid_ns: self.pid_ns,
+            reaper: self.reaper.clone(),
+            shim_shares_memory,
             parent: std::process::id() as libc::pid_t,
-        };
-        // SAFETY: the closure runs in the forked child before exec. It only performs raw
-        // syscalls (setsid, prctl, ioctl/open/dup2 on stdio, unshare, open/write on /proc/self,
-        // mount, raw clone and waitpid for the PID namespace, setrlimit, capget/capset,
-        // landlock_*, seccomp, close_range) on data allocated before the fork; it takes no locks
-        // and does not allocate (errors come from errno).
-        unsafe {
-            cmd.pre_exec(move || child_confine(&plan));
         }
     }
 }
@@ -337,7 +391,7 @@ unsafe impl Sync for ExecPlan {}
 
 extern "C" {
     /// glibc's environment, which `execvp` passes on and searches `PATH` in.
-    static mut environ: *const *const libc::c_char;
+    pub(super) static mut environ: *const *const libc::c_char;
 }
 
 impl ExecPlan {
@@ -416,6 +470,9 @@ struct ChildPlan {
     last_cap: u32,
     /// Run the server in a PID namespace of its own ([`pidns`]).
     pid_ns: bool,
+    reaper: Option<std::sync::Arc<reaper::Reaper>>,
+    /// The shim runs in the proxy's memory ([`spawn`]), not in a fork of it.
+    shim_shares_memory: bool,
     /// The proxy's pid, to check the death signal was set in time.
     parent: libc::pid_t,
 }
@@ -486,6 +543,8 @@ fn child_confine(plan: &ChildPlan) -> std::io::Result<()> {
             let start = sys::ServerStart {
                 run: &run,
                 argc: exec.argv.len(),
+                reaper: plan.reaper.as_ref().map(|r| r.fd()),
+                shim_shares_memory: plan.shim_shares_memory,
             };
             match sys::enter_pid_namespace(Some(&start)) {
                 Ok(()) => return Err(std::io::Error::from_raw_os_error(libc::EINVAL)),

@@ -16,6 +16,11 @@
 //! current-thread runtime), which lives as long as it does; the shim and the init are
 //! single-threaded.
 //!
+//! Once the server runs, the shim and the init exec the [`super::reaper`], a freestanding
+//! program of a kilobyte: they keep nothing of the proxy's memory (a few kB resident each, where
+//! forks of the proxy kept megabytes). Where the kernel refuses an executable memfd they stay
+//! forks, doing the same in-process.
+//!
 //! Costs: the server sees itself as pid 2 and its parent as pid 1 (`/proc` is the host's, so its
 //! `/proc/self` still works); the pids it could name are only its own descendants'.
 

@@ -717,12 +717,17 @@ fn close_all_but(keep: libc::c_int) {
     }
 }
 
-/// Ignore [`RELAY_IGNORES`], close every descriptor but `keep`. Async-signal-safe.
-fn become_relay(keep: libc::c_int) {
+/// Ignore [`RELAY_IGNORES`]. Async-signal-safe.
+fn ignore_relay_signals() {
     for sig in RELAY_IGNORES {
         // SAFETY: setting a standard signal's disposition to SIG_IGN.
         unsafe { libc::signal(*sig, libc::SIG_IGN) };
     }
+}
+
+/// Ignore [`RELAY_IGNORES`], close every descriptor but `keep`. Async-signal-safe.
+fn become_relay(keep: libc::c_int) {
+    ignore_relay_signals();
     close_all_but(keep);
 }
 
@@ -740,6 +745,81 @@ fn wait_status(pid: libc::pid_t) -> Option<(libc::pid_t, libc::c_int)> {
             return None;
         }
     }
+}
+
+/// Reap `pid`, a child that exited or is about to. Async-signal-safe.
+pub fn reap(pid: libc::pid_t) {
+    wait_status(pid);
+}
+
+/// A pidfd for `pid` (`pidfd_open`, Linux 5.3), close-on-exec.
+pub fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_open takes integers only.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0u32) };
+    fd_result(fd)
+}
+
+/// The calling thread's signal mask, saved by [`SignalMask::block_all`] and restored on drop.
+pub struct SignalMask(libc::sigset_t);
+
+impl SignalMask {
+    /// Block every signal in the calling thread until the value drops.
+    pub fn block_all() -> io::Result<SignalMask> {
+        // SAFETY: both sets are valid for the calls; sigfillset initialises `all`.
+        unsafe {
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            match libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old) {
+                0 => Ok(SignalMask(old)),
+                e => Err(io::Error::from_raw_os_error(e)),
+            }
+        }
+    }
+
+    /// Unblock every signal in the calling thread, as std's `Command` does in its child.
+    /// Async-signal-safe.
+    pub fn clear() -> io::Result<()> {
+        // SAFETY: an empty set, valid for the call.
+        unsafe {
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            match libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) {
+                0 => Ok(()),
+                e => Err(io::Error::from_raw_os_error(e)),
+            }
+        }
+    }
+}
+
+impl Drop for SignalMask {
+    fn drop(&mut self) {
+        // SAFETY: the set saved by `block_all`.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut()) };
+    }
+}
+
+/// Set every signal that has a handler back to its default (an ignored one stays ignored, as
+/// across `exec`), and `SIGPIPE` to its default, as std's `Command` does in its child. For a
+/// child that shares its parent's memory, where the parent's handlers must not run.
+/// Async-signal-safe.
+pub fn reset_signal_handlers() {
+    for sig in 1..=libc::SIGRTMAX() {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: `old` is a valid out-pointer; a query changes nothing.
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0 {
+            continue;
+        }
+        if old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN {
+            // SAFETY: setting a signal's disposition to its default.
+            unsafe { libc::signal(sig, libc::SIG_DFL) };
+        }
+    }
+    // SAFETY: as above.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }
 
 /// End the calling process the way `status` (a wait status) says a process ended: the same exit
@@ -802,6 +882,11 @@ pub fn enter_pid_namespace(start: Option<&ServerStart>) -> Result<(), PidNsFailu
     let ns = |e| Err(PidNsFailure::Namespace(e));
     if let Err(e) = unshare(libc::CLONE_NEWPID) {
         return ns(e);
+    }
+    if let Some(start) = start {
+        if let Some(reaper) = start.reaper {
+            return Err(start_under_reaper(start, reaper));
+        }
     }
     // `alive`: its write end is held only by the shim, so the init can tell whether the shim
     // died before PR_SET_PDEATHSIG took effect (getppid cannot: the shim lies outside the
@@ -880,13 +965,19 @@ pub fn enter_pid_namespace(start: Option<&ServerStart>) -> Result<(), PidNsFailu
     {}
     drop((ready_r, alive_w));
     become_relay(status_r.as_raw_fd());
+    relay_as_shim(init, status_r.as_raw_fd())
+}
+
+/// The shim's last part, once the init runs: wait for the init, then end the way the server did
+/// (the status the init sent on `status_r`, or the init's own). Never returns. Async-signal-safe.
+fn relay_as_shim(init: libc::pid_t, status_r: libc::c_int) -> ! {
     let Some((_, init_status)) = wait_status(init) else {
         // SAFETY: _exit never returns.
         unsafe { libc::_exit(127) }
     };
     let mut bytes = [0u8; 4];
     // SAFETY: four bytes into `bytes`; the init has exited, so this does not block.
-    let n = unsafe { libc::read(status_r.as_raw_fd(), bytes.as_mut_ptr().cast(), 4) };
+    let n = unsafe { libc::read(status_r, bytes.as_mut_ptr().cast(), 4) };
     exit_like(if n == 4 {
         libc::c_int::from_ne_bytes(bytes)
     } else {
@@ -894,11 +985,157 @@ pub fn enter_pid_namespace(start: Option<&ServerStart>) -> Result<(), PidNsFailu
     })
 }
 
+/// [`enter_pid_namespace`] with the reaper (see [`super::reaper`]), called in the shim right
+/// after it unshared the PID namespace; returns only the failure that stopped the server.
+///
+/// The init is not a fork: the shim starts it with a `vfork`-style clone (it is suspended until
+/// the init's `exec`), the init ties itself to the shim, starts the server the same way, and
+/// execs the reaper in its `init` mode; then the shim execs the reaper in its `shim` mode. Both
+/// then hold nothing of the proxy's memory, so the proxy's writes after the spawn copy nothing.
+/// What crosses each `exec`: the ignored signals ([`RELAY_IGNORES`]), the init's death signal,
+/// the status pipe's end (every other descriptor is closed: the spawner's error pipe, close-on-
+/// exec, only once the shim's `exec` has dropped its copy of the proxy's memory).
+///
+/// If the shim's `exec` fails it goes on as the in-process shim does (or, sharing the proxy's
+/// memory, fails the spawn). If the init's fails, the
+/// server (already running) dies with the namespace and the spawn fails with that error: the
+/// init cannot go on in memory it shares with the suspended shim.
+fn start_under_reaper(start: &ServerStart, reaper: libc::c_int) -> PidNsFailure {
+    let pipes = (|| Ok::<_, io::Error>((pipe()?, pipe()?)))();
+    let ((alive_r, alive_w), (status_r, status_w)) = match pipes {
+        Ok(p) => p,
+        Err(e) => return PidNsFailure::Namespace(e),
+    };
+    let mut shared = InitShared {
+        start,
+        reaper,
+        alive_r: alive_r.as_raw_fd(),
+        alive_w: alive_w.as_raw_fd(),
+        status_r: status_r.as_raw_fd(),
+        status_w: status_w.as_raw_fd(),
+        failure: None,
+    };
+    let init = match clone_vm_vfork(init_entry, (&mut shared as *mut InitShared).cast(), 1 << 18) {
+        Ok(pid) => pid,
+        Err(e) => return PidNsFailure::Namespace(e),
+    };
+    // SAFETY: written by the init (same memory) before its exit; it has exec'd or exited now.
+    let failure = unsafe { std::ptr::read_volatile(&shared.failure) };
+    if let Some((server_failed, errno)) = failure {
+        wait_status(init);
+        let err = io::Error::from_raw_os_error(errno);
+        return match server_failed {
+            true => PidNsFailure::Server(err),
+            false => PidNsFailure::Namespace(err),
+        };
+    }
+    drop((alive_r, alive_w, status_w));
+    ignore_relay_signals();
+    keep_only_across_exec(status_r.as_raw_fd());
+    let err = super::reaper::exec(reaper, c"shim", init as u32, status_r.as_raw_fd() as u32);
+    if start.shim_shares_memory {
+        // The proxy is suspended until this process execs or exits: it cannot stay as the
+        // shim. Its exit takes the init (death signal) and so the server with it.
+        return PidNsFailure::Server(err);
+    }
+    become_relay(status_r.as_raw_fd());
+    relay_as_shim(init, status_r.as_raw_fd())
+}
+
+/// What the init shares with the shim that cloned it: its inputs, and why it stopped if it did
+/// (whether the server's process failed, and the errno).
+struct InitShared<'a> {
+    start: &'a ServerStart<'a>,
+    reaper: libc::c_int,
+    alive_r: libc::c_int,
+    alive_w: libc::c_int,
+    status_r: libc::c_int,
+    status_w: libc::c_int,
+    failure: Option<(bool, libc::c_int)>,
+}
+
+extern "C" fn init_entry(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `InitShared` of `start_under_reaper`, whose frame lives (suspended)
+    // until this process execs or exits.
+    let shared = unsafe { &mut *arg.cast::<InitShared>() };
+    let failure = match init_until_reaper(shared) {
+        PidNsFailure::Namespace(e) => (false, e),
+        PidNsFailure::Server(e) => (true, e),
+    };
+    shared.failure = Some((failure.0, failure.1.raw_os_error().unwrap_or(libc::EIO)));
+    // SAFETY: _exit never returns and runs nothing of the shared memory's owner. The server, if
+    // it runs, dies with the namespace.
+    unsafe { libc::_exit(127) }
+}
+
+/// The init (pid 1 of the new namespace, sharing the shim's memory): tie itself to the shim,
+/// start the server, exec the reaper. Returns only what stopped it. Async-signal-safe.
+fn init_until_reaper(shared: &InitShared) -> PidNsFailure {
+    let ns = PidNsFailure::Namespace;
+    // SAFETY: closing this process's own copies (its descriptor table is not shared).
+    unsafe {
+        libc::close(shared.alive_w);
+        libc::close(shared.status_r);
+    }
+    // SAFETY: prctl with integer arguments only.
+    let rc = unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
+    if rc != 0 {
+        return ns(io::Error::last_os_error());
+    }
+    let mut p = libc::pollfd {
+        fd: shared.alive_r,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait.
+    if unsafe { libc::poll(&mut p, 1, 0) } != 0 {
+        // The only writer is gone: the shim (and so the proxy) died before the death signal
+        // was set.
+        return ns(io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    let server = match vfork_run(shared.start) {
+        Ok(pid) => pid,
+        Err(failure) => return failure,
+    };
+    ignore_relay_signals();
+    keep_only_across_exec(shared.status_w);
+    PidNsFailure::Server(super::reaper::exec(
+        shared.reaper,
+        c"init",
+        shared.status_w as u32,
+        server as u32,
+    ))
+}
+
+/// Before an `exec` that must keep only `keep`: close stdio, mark every other descriptor
+/// close-on-exec, clear it on `keep`. Async-signal-safe.
+fn keep_only_across_exec(keep: libc::c_int) {
+    // SAFETY: close_range and fcntl take integers only; `keep` is above 2 (stdio is open).
+    unsafe {
+        libc::syscall(libc::SYS_close_range, 0u32, 2u32, 0u32);
+    }
+    let _ = cloexec_from_3();
+    // SAFETY: as above.
+    unsafe { libc::fcntl(keep, libc::F_SETFD, 0) };
+}
+
 /// The server's process, started by the init: `run` confines it and execs, returning only the
 /// error that stopped it; `argc` sizes its stack.
 pub struct ServerStart<'a> {
     pub run: &'a dyn Fn() -> io::Error,
     pub argc: usize,
+    /// The reaper's memfd ([`super::reaper::Reaper`]), for the shim and the init to become.
+    pub reaper: Option<libc::c_int>,
+    /// The shim shares the proxy's memory (see [`super::spawn`]): it must `exec` or fail.
+    pub shim_shares_memory: bool,
 }
 
 /// The stack of the `vfork`-style child beyond `argv`: its confinement needs a few KiB, glibc's
@@ -927,9 +1164,32 @@ extern "C" fn vfork_child(arg: *mut libc::c_void) -> libc::c_int {
 /// suspended meanwhile (what glibc's `posix_spawn` does). The child's pid once it has exec'd;
 /// its error otherwise (the child reaped). Async-signal-safe.
 fn vfork_run(start: &ServerStart) -> Result<libc::pid_t, PidNsFailure> {
+    let stack = VFORK_STACK + (start.argc + 2) * std::mem::size_of::<usize>();
+    let mut shared = VforkShared {
+        run: start.run,
+        errno: 0,
+    };
+    let pid = clone_vm_vfork(vfork_child, (&mut shared as *mut VforkShared).cast(), stack)
+        .map_err(PidNsFailure::Namespace)?;
+    // SAFETY: written by the child (same memory) before its _exit; it is gone or exec'd now.
+    let errno = unsafe { std::ptr::read_volatile(&shared.errno) };
+    if errno != 0 {
+        wait_status(pid);
+        return Err(PidNsFailure::Server(io::Error::from_raw_os_error(errno)));
+    }
+    Ok(pid)
+}
+
+/// `clone(CLONE_VM | CLONE_VFORK)`: `entry(arg)` runs in a child that shares this process's
+/// memory, on a stack of its own (`stack_size` bytes and a guard page below), this process
+/// suspended until the child execs or exits. The child's pid. Async-signal-safe.
+pub fn clone_vm_vfork(
+    entry: extern "C" fn(*mut libc::c_void) -> libc::c_int,
+    arg: *mut libc::c_void,
+    stack_size: usize,
+) -> io::Result<libc::pid_t> {
     let page = 4096;
-    let size =
-        (VFORK_STACK + (start.argc + 2) * std::mem::size_of::<usize>()).next_multiple_of(page);
+    let size = stack_size.next_multiple_of(page);
     // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
     let stack = unsafe {
         libc::mmap(
@@ -942,7 +1202,7 @@ fn vfork_run(start: &ServerStart) -> Result<libc::pid_t, PidNsFailure> {
         )
     };
     if stack == libc::MAP_FAILED {
-        return Err(PidNsFailure::Namespace(io::Error::last_os_error()));
+        return Err(io::Error::last_os_error());
     }
     // The lowest page is the guard: an overflow faults instead of writing below the mapping.
     // SAFETY: the first page of the mapping made above.
@@ -950,35 +1210,25 @@ fn vfork_run(start: &ServerStart) -> Result<libc::pid_t, PidNsFailure> {
         let err = io::Error::last_os_error();
         // SAFETY: the mapping made above, not used by anything yet.
         unsafe { libc::munmap(stack, size + page) };
-        return Err(PidNsFailure::Namespace(err));
+        return Err(err);
     }
-    let mut shared = VforkShared {
-        run: start.run,
-        errno: 0,
-    };
     // SAFETY: the stack grows down from the mapping's end (16-byte aligned: page aligned);
-    // `shared` outlives the child's use of it, since CLONE_VFORK suspends this process until the
+    // `arg` outlives the child's use of it, since CLONE_VFORK suspends this process until the
     // child execs or exits. No CLONE_SETTLS: the child runs on this thread's TLS, which nothing
-    // here touches meanwhile (errno aside, read back below only after the child is gone).
+    // here touches meanwhile (errno aside, read below only when no child ran).
     let pid = unsafe {
         libc::clone(
-            vfork_child,
+            entry,
             stack.cast::<u8>().add(size + page).cast(),
             libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            (&mut shared as *mut VforkShared).cast(),
+            arg,
         )
     };
     let clone_error = io::Error::last_os_error();
-    // SAFETY: written by the child (same memory) before its _exit; it is gone or exec'd now.
-    let errno = unsafe { std::ptr::read_volatile(&shared.errno) };
     // SAFETY: the mapping made above; after an exec or exit no process runs on it.
     unsafe { libc::munmap(stack, size + page) };
     if pid < 0 {
-        return Err(PidNsFailure::Namespace(clone_error));
-    }
-    if errno != 0 {
-        wait_status(pid);
-        return Err(PidNsFailure::Server(io::Error::from_raw_os_error(errno)));
+        return Err(clone_error);
     }
     Ok(pid)
 }
