@@ -85,20 +85,8 @@ pub fn exec(fd: RawFd, mode: &std::ffi::CStr, a: u32, b: u32) -> io::Error {
 }
 
 /// `n` in decimal, NUL-terminated, at the start of `buf`; a pointer to it.
-fn decimal(mut n: u32, buf: &mut [u8; 12]) -> *const u8 {
-    let mut digits = [0u8; 10];
-    let mut len = 0;
-    loop {
-        digits[len] = b'0' + (n % 10) as u8;
-        len += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for i in 0..len {
-        buf[i] = digits[len - 1 - i];
-    }
+fn decimal(n: u32, buf: &mut [u8; 12]) -> *const u8 {
+    let len = super::sys::write_decimal(n, buf);
     buf[len] = 0;
     buf.as_ptr()
 }

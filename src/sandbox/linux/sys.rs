@@ -220,8 +220,20 @@ pub fn effective_ids() -> (u32, u32) {
 /// `"<id> <id> 1"`, a one-line uid/gid map naming the same id inside and outside, formatted into
 /// `buf` without allocating (so it can run after `fork`).
 pub fn id_map_line(id: u32, buf: &mut [u8; 32]) -> &[u8] {
+    let mut at = 0;
+    for _ in 0..2 {
+        at += write_decimal(id, &mut buf[at..]);
+        buf[at] = b' ';
+        at += 1;
+    }
+    buf[at] = b'1';
+    &buf[..at + 1]
+}
+
+/// `n` in decimal at the start of `out` (which has room for 10 digits); how many bytes.
+/// Async-signal-safe.
+pub fn write_decimal(mut n: u32, out: &mut [u8]) -> usize {
     let mut digits = [0u8; 10];
-    let mut n = id;
     let mut len = 0;
     loop {
         digits[len] = b'0' + (n % 10) as u8;
@@ -231,17 +243,10 @@ pub fn id_map_line(id: u32, buf: &mut [u8; 32]) -> &[u8] {
             break;
         }
     }
-    let mut at = 0;
-    for _ in 0..2 {
-        for i in (0..len).rev() {
-            buf[at] = digits[i];
-            at += 1;
-        }
-        buf[at] = b' ';
-        at += 1;
+    for i in 0..len {
+        out[i] = digits[len - 1 - i];
     }
-    buf[at] = b'1';
-    &buf[..at + 1]
+    len
 }
 
 /// Fork; the child runs `f` and sends its answer back over a pipe, then exits without running
@@ -329,9 +334,9 @@ pub fn setsid() -> io::Result<()> {
     }
 }
 
-/// SIGKILL the calling process when the thread that forked it exits, and fail with `ESRCH` if
-/// that parent (`parent_pid`) is already gone. Async-signal-safe.
-pub fn die_with_parent(parent_pid: libc::pid_t) -> io::Result<()> {
+/// `PR_SET_PDEATHSIG(SIGKILL)`: SIGKILL the calling process when the thread that started it
+/// exits. Async-signal-safe.
+fn set_death_signal() -> io::Result<()> {
     // SAFETY: prctl with integer arguments only.
     let rc = unsafe {
         libc::prctl(
@@ -345,6 +350,13 @@ pub fn die_with_parent(parent_pid: libc::pid_t) -> io::Result<()> {
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
+    Ok(())
+}
+
+/// SIGKILL the calling process when the thread that forked it exits, and fail with `ESRCH` if
+/// that parent (`parent_pid`) is already gone. Async-signal-safe.
+pub fn die_with_parent(parent_pid: libc::pid_t) -> io::Result<()> {
+    set_death_signal()?;
     // SAFETY: getppid takes nothing and cannot fail.
     if unsafe { libc::getppid() } != parent_pid {
         return Err(io::Error::from_raw_os_error(libc::ESRCH));
@@ -903,28 +915,8 @@ pub fn enter_pid_namespace(start: Option<&ServerStart>) -> Result<(), PidNsFailu
     };
     if init == 0 {
         drop((alive_w, ready_r, status_r));
-        // SAFETY: prctl with integer arguments only.
-        let rc = unsafe {
-            libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            )
-        };
-        if rc != 0 {
-            return ns(io::Error::last_os_error());
-        }
-        let mut p = libc::pollfd {
-            fd: alive_r.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd, no wait.
-        if unsafe { libc::poll(&mut p, 1, 0) } != 0 {
-            // The only writer is gone: the shim (and so the proxy) died.
-            return ns(io::Error::from_raw_os_error(libc::ESRCH));
+        if let Err(e) = tie_to_shim(alive_r.as_raw_fd()) {
+            return ns(e);
         }
         // SAFETY: one byte from a static buffer to an open pipe.
         unsafe { libc::write(ready_w.as_raw_fd(), b"1".as_ptr().cast(), 1) };
@@ -1077,29 +1069,8 @@ fn init_until_reaper(shared: &InitShared) -> PidNsFailure {
         libc::close(shared.alive_w);
         libc::close(shared.status_r);
     }
-    // SAFETY: prctl with integer arguments only.
-    let rc = unsafe {
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-            0,
-            0,
-            0,
-        )
-    };
-    if rc != 0 {
-        return ns(io::Error::last_os_error());
-    }
-    let mut p = libc::pollfd {
-        fd: shared.alive_r,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, no wait.
-    if unsafe { libc::poll(&mut p, 1, 0) } != 0 {
-        // The only writer is gone: the shim (and so the proxy) died before the death signal
-        // was set.
-        return ns(io::Error::from_raw_os_error(libc::ESRCH));
+    if let Err(e) = tie_to_shim(shared.alive_r) {
+        return ns(e);
     }
     let server = match vfork_run(shared.start) {
         Ok(pid) => pid,
@@ -1113,6 +1084,25 @@ fn init_until_reaper(shared: &InitShared) -> PidNsFailure {
         shared.status_w as u32,
         server as u32,
     ))
+}
+
+/// The init ties itself to the shim: SIGKILL when the shim dies, and `ESRCH` if it already has
+/// (`alive_r`: the read end of a pipe whose only writer is the shim, so the init can tell
+/// whether the shim died before the death signal took effect; `getppid` cannot, the shim lying
+/// outside the namespace). Async-signal-safe.
+fn tie_to_shim(alive_r: libc::c_int) -> io::Result<()> {
+    set_death_signal()?;
+    let mut p = libc::pollfd {
+        fd: alive_r,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait.
+    if unsafe { libc::poll(&mut p, 1, 0) } != 0 {
+        // The only writer is gone: the shim (and so the proxy) died.
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    Ok(())
 }
 
 /// Before an `exec` that must keep only `keep`: close stdio, mark every other descriptor
