@@ -256,8 +256,14 @@ fn server_exits_at_the_proxys_own_tools_list() {
     let r = init(&mut s);
     assert!(r.get("result").is_some(), "{r}");
     let below = pidfds_below(s.pid());
-    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    let r = s.call("echo", json!({"text": "hi"}));
+    // One write: the call is in the proxy's hands before its own `tools/list` (sent once the
+    // client's buffered messages are forwarded) ends the server, and so the proxy. Written
+    // apart, the call could come after the proxy had ended, as it would after a direct server.
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let call = json!({"jsonrpc": "2.0", "id": "call", "method": "tools/call",
+                      "params": {"name": "echo", "arguments": {"text": "hi"}}});
+    s.send_raw(format!("{initialized}\n{call}\n").as_bytes());
+    let r = s.response_to(&json!("call"));
     assert!(
         r.get("error").is_some() || r["result"]["isError"] == json!(true),
         "{r}"
