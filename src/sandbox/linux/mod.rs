@@ -271,17 +271,8 @@ impl LinuxJail {
         if !self.pid_ns || self.reaper.is_none() {
             return None;
         }
-        let Ok(dir) =
-            std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(cwd.as_os_str()))
-        else {
-            return Some(Err(std::io::Error::from_raw_os_error(libc::EINVAL)));
-        };
         let plan = self.child_plan(cwd, Some(exec), true);
-        if !matches!(plan.exec, Some(Some(_))) {
-            // A string held a NUL byte: std's spawn fails the same way.
-            return Some(Err(std::io::Error::from_raw_os_error(libc::EINVAL)));
-        }
-        Some(spawn::spawn(&plan, &dir))
+        Some(spawn::spawn(&plan))
     }
 
     /// Everything the server's child needs, prepared here before it starts.

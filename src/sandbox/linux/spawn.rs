@@ -44,10 +44,6 @@ struct ShimShared<'a> {
     errno: libc::c_int,
 }
 
-/// The shim's stack: [`child_confine`] and the clones it makes need a few KiB (the server's
-/// process gets a stack of its own).
-const SHIM_STACK: usize = 1 << 18;
-
 /// A pipe whose two ends are above 2, so that placing one on the child's stdio cannot overwrite
 /// another (the proxy's own stdio may have been closed by whoever started it).
 fn pipe_above_stdio() -> io::Result<(OwnedFd, OwnedFd)> {
@@ -67,8 +63,13 @@ fn pipe_above_stdio() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok((lift(r)?, lift(w)?))
 }
 
-/// Start the shim on `plan` (which must have the reaper and its own `exec`), in `cwd`.
-pub(super) fn spawn(plan: &ChildPlan, cwd: &CStr) -> io::Result<Spawned> {
+/// Start the shim on `plan` (which must have the reaper and its own `exec`), in its working
+/// directory.
+pub(super) fn spawn(plan: &ChildPlan) -> io::Result<Spawned> {
+    let (Some(cwd), Some(Some(_))) = (plan.cwd.as_deref(), &plan.exec) else {
+        // A string held a NUL byte: std's spawn fails the same way.
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    };
     let (stdin_r, stdin_w) = pipe_above_stdio()?;
     let (stdout_r, stdout_w) = pipe_above_stdio()?;
     let (stderr_r, stderr_w) = pipe_above_stdio()?;
@@ -92,7 +93,7 @@ pub(super) fn spawn(plan: &ChildPlan, cwd: &CStr) -> io::Result<Spawned> {
     let cloned = sys::clone_vm_vfork(
         shim_entry,
         (&mut shared as *mut ShimShared).cast(),
-        SHIM_STACK,
+        sys::HOOK_STACK,
     );
     // SAFETY: as above; the value it had before the clone.
     unsafe { super::environ = environment };

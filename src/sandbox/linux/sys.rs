@@ -983,15 +983,15 @@ fn relay_as_shim(init: libc::pid_t, status_r: libc::c_int) -> ! {
 /// The init is not a fork: the shim starts it with a `vfork`-style clone (it is suspended until
 /// the init's `exec`), the init ties itself to the shim, starts the server the same way, and
 /// execs the reaper in its `init` mode; then the shim execs the reaper in its `shim` mode. Both
-/// then hold nothing of the proxy's memory, so the proxy's writes after the spawn copy nothing.
-/// What crosses each `exec`: the ignored signals ([`RELAY_IGNORES`]), the init's death signal,
-/// the status pipe's end (every other descriptor is closed: the spawner's error pipe, close-on-
-/// exec, only once the shim's `exec` has dropped its copy of the proxy's memory).
+/// then hold nothing of the proxy's memory (and, started by [`super::spawn`], never held a copy
+/// of it). What crosses each `exec`: the ignored signals ([`RELAY_IGNORES`]), the init's death
+/// signal, the status pipe's end; every other descriptor is closed (std's error pipe, on the
+/// forked path, by its close-on-exec flag at the shim's `exec`).
 ///
 /// If the shim's `exec` fails it goes on as the in-process shim does (or, sharing the proxy's
-/// memory, fails the spawn). If the init's fails, the
-/// server (already running) dies with the namespace and the spawn fails with that error: the
-/// init cannot go on in memory it shares with the suspended shim.
+/// memory, fails the spawn). If the init's fails, the server (already running) dies with the
+/// namespace and the spawn fails with that error: the init cannot go on in memory it shares
+/// with the suspended shim.
 fn start_under_reaper(start: &ServerStart, reaper: libc::c_int) -> PidNsFailure {
     let pipes = (|| Ok::<_, io::Error>((pipe()?, pipe()?)))();
     let ((alive_r, alive_w), (status_r, status_w)) = match pipes {
@@ -1007,7 +1007,11 @@ fn start_under_reaper(start: &ServerStart, reaper: libc::c_int) -> PidNsFailure 
         status_w: status_w.as_raw_fd(),
         failure: None,
     };
-    let init = match clone_vm_vfork(init_entry, (&mut shared as *mut InitShared).cast(), 1 << 18) {
+    let init = match clone_vm_vfork(
+        init_entry,
+        (&mut shared as *mut InitShared).cast(),
+        HOOK_STACK,
+    ) {
         Ok(pid) => pid,
         Err(e) => return PidNsFailure::Namespace(e),
     };
@@ -1127,6 +1131,10 @@ pub struct ServerStart<'a> {
     /// The shim shares the proxy's memory (see [`super::spawn`]): it must `exec` or fail.
     pub shim_shares_memory: bool,
 }
+
+/// The stack of a `vfork`-style shim or init: the jail's hook and the clones it makes need a few
+/// KiB (the server's process gets a stack of its own, [`VFORK_STACK`]).
+pub const HOOK_STACK: usize = 1 << 18;
 
 /// The stack of the `vfork`-style child beyond `argv`: its confinement needs a few KiB, glibc's
 /// `execvp` puts the `PATH` candidates on it, and for a script without `#!` a copy of `argv`
