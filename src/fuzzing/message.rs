@@ -2,7 +2,8 @@
 //! `tools/call` / `resources/read` check (`proxy::message`, `proxy::router::call`,
 //! `proxy::check`).
 //!
-//! Invariants: nothing panics; a line that is not a JSON object is refused with -32700 or
+//! Invariants: nothing panics; the one-pass envelope scanner either defers a line or reads it
+//! exactly as serde_json does; a line that is not a JSON object is refused with -32700 or
 //! -32600; params with a duplicate key are never judged (the server could read the other
 //! value); a call the check allows has every path argument resolved inside the scope for the
 //! access its tool needs; the proxy's own answers (errors, denials) are valid JSON-RPC lines
@@ -23,6 +24,9 @@ use super::NOWHERE;
 pub fn run(data: &[u8]) {
     let content = crate::proxy::framing::Frame::content(data);
     let _ = message::recover_id(content);
+    if let Ok(text) = std::str::from_utf8(content) {
+        scanner_agrees(text);
+    }
     let env = match message::parse_envelope(content) {
         Ok(env) => env,
         Err(m) => {
@@ -75,6 +79,27 @@ pub fn run(data: &[u8]) {
         }
         Checked::OtherResource => {}
     }
+}
+
+/// The scanner answers only what serde_json would answer, member for member.
+fn scanner_agrees(text: &str) {
+    let Some(fast) = crate::proxy::envelope_scan::scan(text) else {
+        return;
+    };
+    let reference = message::reference_envelope(text)
+        .unwrap_or_else(|e| panic!("the scanner read a line serde_json refuses ({e}): {text:?}"));
+    let method = reference.method.as_deref();
+    assert_eq!(
+        (fast.id, fast.method, fast.params, fast.result, fast.error),
+        (
+            reference.id.map(|r| r.get()),
+            method,
+            reference.params.map(|r| r.get()),
+            reference.result.map(|r| r.get()),
+            reference.error.map(|r| r.get())
+        ),
+        "the scanner and serde_json read {text:?} differently"
+    );
 }
 
 fn scope() -> (Scope, ResolveContext) {

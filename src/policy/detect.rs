@@ -528,28 +528,17 @@ pub fn scan_arguments(
 }
 
 fn scan(tool: Option<&ToolInfo>, args: &Value) -> (Vec<PathArgument>, Option<ArgsTooComplex>) {
-    let patterns: Vec<(Vec<&str>, bool)> = tool
+    let patterns: Vec<(&str, bool)> = tool
         .map(|t| {
             t.path_args
                 .iter()
-                .map(|p| (split_pattern(p), t.weak_path_args.contains(p)))
+                .map(|p| (p.as_str(), t.weak_path_args.contains(p)))
                 .collect()
         })
         .unwrap_or_default();
-    let literals: Vec<(Vec<&str>, &[String])> = tool
-        .map(|t| {
-            t.literals
-                .iter()
-                .map(|(p, words)| (split_pattern(p), words.as_slice()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let data: Vec<Vec<&str>> = tool
-        .map(|t| t.data_args.iter().map(|p| split_pattern(p)).collect())
-        .unwrap_or_default();
-    let text: Vec<Vec<&str>> = tool
-        .map(|t| t.text_args.iter().map(|p| split_pattern(p)).collect())
-        .unwrap_or_default();
+    let literals: &[(String, Vec<String>)] = tool.map_or(&[], |t| t.literals.as_slice());
+    let data: &[String] = tool.map_or(&[], |t| t.data_args.as_slice());
+    let text: &[String] = tool.map_or(&[], |t| t.text_args.as_slice());
     let mut found: Vec<PathArgument> = Vec::new();
     let mut seen: HashSet<(String, String)> = HashSet::new();
     // (pointer segments, value, how an enclosing array was schema-marked)
@@ -581,14 +570,14 @@ fn scan(tool: Option<&ToolInfo>, args: &Value) -> (Vec<PathArgument>, Option<Arg
         }
         match value {
             Value::String(s) => {
-                let here = |list: &[Vec<&str>]| list.iter().any(|p| pattern_matches(p, &segments));
+                let here = |list: &[String]| list.iter().any(|p| pattern_matches(p, &segments));
                 let declared_word = literals
                     .iter()
                     .any(|(p, words)| pattern_matches(p, &segments) && words.contains(s));
                 // The server's own vocabulary, or data by its schema: not a name of a file.
                 // Prose in a free-text field (it has whitespace) is not one either.
-                let prose = here(&text) && s.contains(char::is_whitespace);
-                if declared_word || here(&data) || prose {
+                let prose = here(text) && s.contains(char::is_whitespace);
+                if declared_word || here(data) || prose {
                     continue;
                 }
                 let marked = match marked {
@@ -750,17 +739,35 @@ pub fn looks_like_path(s: &str) -> bool {
             && (b[2] == b'\\' || b[2] == b'/'))
 }
 
-fn split_pattern(p: &str) -> Vec<&str> {
-    p.split('/').skip(1).collect()
+/// Segment-wise match of a schema pattern (a JSON pointer, escaped, `*` = any segment) against
+/// unescaped segments. Runs for every pattern at every value of every call, so it compares in
+/// place instead of escaping each segment into a new string.
+fn pattern_matches(pattern: &str, segments: &[String]) -> bool {
+    let mut parts = pattern.split('/').skip(1);
+    for segment in segments {
+        match parts.next() {
+            Some("*") => {}
+            Some(escaped) if escaped_equals(escaped, segment) => {}
+            _ => return false,
+        }
+    }
+    parts.next().is_none()
 }
 
-/// Segment-wise match of a schema pattern (escaped, `*` = any) against unescaped segments.
-fn pattern_matches(pattern: &[&str], segments: &[String]) -> bool {
-    pattern.len() == segments.len()
-        && pattern
-            .iter()
-            .zip(segments)
-            .all(|(p, s)| *p == "*" || *p == escape_pointer(s))
+/// `escaped == escape_pointer(segment)`, without building the escaped copy.
+fn escaped_equals(escaped: &str, segment: &str) -> bool {
+    let mut e = escaped.bytes();
+    for b in segment.bytes() {
+        let matched = match b {
+            b'~' => e.next() == Some(b'~') && e.next() == Some(b'0'),
+            b'/' => e.next() == Some(b'~') && e.next() == Some(b'1'),
+            _ => e.next() == Some(b),
+        };
+        if !matched {
+            return false;
+        }
+    }
+    e.next().is_none()
 }
 
 fn join_pointer(segments: &[String]) -> String {

@@ -2,8 +2,10 @@
 //! proxy writes itself.
 //!
 //! The proxy never re-serialises a message it forwards. It reads the envelope (`id`, `method`,
-//! and the raw `params` / `result`) with borrowed [`RawValue`]s, so even a 10 MiB result is
-//! only validated, not copied. Only the `params` of messages the proxy must judge are parsed
+//! and the raw `params` / `result`) as borrowed raw JSON text ([`RawJson`]), so even a 10 MiB
+//! result is only validated, not copied. An ordinary line is read by
+//! [`super::envelope_scan`] in one pass; anything else by serde_json, which also words the
+//! errors. Only the `params` of messages the proxy must judge are parsed
 //! into a `serde_json::Value`, after a duplicate-key check over their raw bytes: serde_json
 //! keeps the last of two equal keys, while a server's parser may keep the first, so a message
 //! with duplicates could be checked as one thing and executed as another.
@@ -30,15 +32,52 @@ pub mod code {
 #[derive(Debug, Deserialize)]
 pub struct Envelope<'a> {
     #[serde(borrow, default)]
-    pub id: Option<&'a RawValue>,
+    pub id: Option<RawJson<'a>>,
     #[serde(borrow, default)]
     pub method: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    pub params: Option<&'a RawValue>,
+    pub params: Option<RawJson<'a>>,
     #[serde(borrow, default)]
-    pub result: Option<&'a RawValue>,
+    pub result: Option<RawJson<'a>>,
     #[serde(borrow, default)]
-    pub error: Option<&'a RawValue>,
+    pub error: Option<RawJson<'a>>,
+}
+
+/// One JSON value's text as it appears in the line (validated, never copied): what serde's
+/// borrowed `RawValue` is, in a form the one-pass scanner can make too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawJson<'a>(&'a str);
+
+impl<'a> RawJson<'a> {
+    pub fn get(self) -> &'a str {
+        self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawJson<'a> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'de RawValue>::deserialize(d).map(|raw| RawJson(raw.get()))
+    }
+}
+
+/// serde_json's reading of a line's envelope: the reference the one-pass scanner is held to,
+/// and the reader of every line it leaves (see [`super::envelope_scan`]).
+pub(crate) fn reference_envelope(text: &str) -> Result<Envelope<'_>, serde_json::Error> {
+    serde_json::from_str::<Envelope<'_>>(text)
+}
+
+/// The envelope of a line that is valid UTF-8.
+fn read_envelope(text: &str) -> Result<Envelope<'_>, serde_json::Error> {
+    match super::envelope_scan::scan(text) {
+        Some(s) => Ok(Envelope {
+            id: s.id.map(RawJson),
+            method: s.method.map(Cow::Borrowed),
+            params: s.params.map(RawJson),
+            result: s.result.map(RawJson),
+            error: s.error.map(RawJson),
+        }),
+        None => reference_envelope(text),
+    }
 }
 
 /// Why a client line could not even be routed.
@@ -75,7 +114,13 @@ pub fn parse_envelope(content: &[u8]) -> Result<Envelope<'_>, Malformed> {
     if first == Some(b'[') && serde_json::from_slice::<IgnoredAny>(content).is_ok() {
         return Err(Malformed::Invalid(BATCH.into()));
     }
-    match serde_json::from_slice::<Envelope<'_>>(content) {
+    // One UTF-8 check of the whole line, then a parse that need not check each string again:
+    // `from_slice` validates every key, string and raw value it meets on its own.
+    let parsed = match std::str::from_utf8(content) {
+        Ok(text) => read_envelope(text).map_err(Some),
+        Err(_) => Err(None),
+    };
+    match parsed {
         Ok(env) => {
             if let Some(id) = env.id {
                 let first = id.get().as_bytes().first().copied();
@@ -100,6 +145,7 @@ pub fn parse_envelope(content: &[u8]) -> Result<Envelope<'_>, Malformed> {
             if std::str::from_utf8(content).is_err() {
                 return Err(Malformed::Parse("the message is not valid UTF-8".into()));
             }
+            let err = err.map(|e| e.to_string()).unwrap_or_default();
             match serde_json::from_slice::<IgnoredAny>(content) {
                 Err(_) => Err(Malformed::Parse(format!("the message is not JSON: {err}"))),
                 Ok(_) => {
@@ -215,7 +261,7 @@ fn replace_lone_surrogates(text: &str) -> Cow<'_, str> {
 
 /// A request id normalised for map lookups: the id re-serialised from its parsed value, so
 /// `"a"` and `"\u0061"` (which a server may echo back either way) match.
-pub fn id_key(id: &RawValue) -> String {
+pub fn id_key(id: RawJson<'_>) -> String {
     // Every call has two ids to key (the request's and the answer's), and nearly all are small
     // integers or plain strings, whose raw text already is the canonical form: a JSON string
     // without a backslash has nothing to unescape, and digits without a leading zero print as
@@ -522,7 +568,7 @@ mod tests {
             r#""a\"b""#,
             "null",
         ] {
-            let id: &RawValue = serde_json::from_str(raw).unwrap();
+            let id = RawJson(raw);
             let full = serde_json::from_str::<Value>(raw).unwrap().to_string();
             assert_eq!(id_key(id), full, "{raw}");
         }
@@ -530,8 +576,7 @@ mod tests {
 
     #[test]
     fn id_keys_normalise_escapes() {
-        let a: &RawValue = serde_json::from_str(r#""a""#).unwrap();
-        let b: &RawValue = serde_json::from_str(r#""\u0061""#).unwrap();
+        let (a, b) = (RawJson(r#""a""#), RawJson(r#""\u0061""#));
         assert_eq!(id_key(a), id_key(b));
     }
 

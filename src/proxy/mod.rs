@@ -8,6 +8,7 @@
 //! Reading order, top to bottom:
 //! * [`framing`] — newline-delimited frames over bytes (pure), and a cancel-safe async reader;
 //! * [`message`] — the JSON-RPC envelope, request ids, duplicate keys, error replies;
+//!   `envelope_scan` — the envelope of an ordinary line in one pass, held to serde's reading;
 //! * [`check`] — one call's path arguments resolved and checked; the denial a client sees;
 //! * [`audit`] — `--log` lines and `--log-file` JSON lines, with secrets redacted;
 //! * `child` — the server process behind the jail, its stderr copied to ours and its tail kept
@@ -32,6 +33,7 @@ pub mod audit;
 pub mod check;
 mod child;
 pub mod egress;
+pub(crate) mod envelope_scan;
 mod era;
 pub mod framing;
 mod integrity;

@@ -93,7 +93,7 @@ struct Router {
     catalogue: catalogue::Catalogue,
     /// Client requests forwarded to the server, not answered yet (at most
     /// [`super::integrity::MAX_PENDING`]). The only ids a server response may carry.
-    pending: HashMap<String, Pending>,
+    pending: foldhash::HashMap<String, Pending>,
     /// The proxy's own requests to the server, by id key (a fetch page, a replayed
     /// initialize: at most two at a time).
     own_to_server: HashMap<String, Own>,

@@ -100,7 +100,7 @@ impl Router {
     /// (`false`) it goes to the client.
     pub(super) fn answer_known_roots(
         &mut self,
-        id: &serde_json::value::RawValue,
+        id: crate::proxy::message::RawJson<'_>,
         child: &mut ServerChild,
     ) -> bool {
         if !std::mem::take(&mut self.roots.answer_next_ask) {
@@ -119,7 +119,7 @@ impl Router {
 
     /// A server's `roots/list` while the proxy's own is outstanding: parked (`true`), to be
     /// answered with the client's answer to the proxy's question.
-    pub(super) fn park_server_roots(&mut self, id: &serde_json::value::RawValue) -> bool {
+    pub(super) fn park_server_roots(&mut self, id: crate::proxy::message::RawJson<'_>) -> bool {
         if self.roots.asked.is_none()
             || self.roots.parked.len() >= super::super::integrity::MAX_SERVER_REQUESTS
         {

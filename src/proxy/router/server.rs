@@ -220,7 +220,7 @@ impl Router {
     /// `false`: it was refused (and reported) and must not be forwarded.
     pub(super) fn track_server_request(
         &mut self,
-        id: &serde_json::value::RawValue,
+        id: crate::proxy::message::RawJson<'_>,
         is_roots: bool,
         child: &mut ServerChild,
     ) -> bool {
@@ -384,7 +384,9 @@ impl Router {
 }
 
 /// The id key of the request a `notifications/cancelled` names (`params.requestId`).
-pub(super) fn cancelled_request(params: Option<&serde_json::value::RawValue>) -> Option<String> {
+pub(super) fn cancelled_request(
+    params: Option<crate::proxy::message::RawJson<'_>>,
+) -> Option<String> {
     let params: Value = serde_json::from_str(params?.get()).ok()?;
     let id = params.get("requestId")?;
     (id.is_string() || id.is_number()).then(|| id.to_string())

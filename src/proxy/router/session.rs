@@ -191,7 +191,7 @@ where
         log,
         out,
         catalogue: Catalogue::new(),
-        pending: HashMap::new(),
+        pending: foldhash::HashMap::default(),
         own_to_server: HashMap::new(),
         cancelled: VecDeque::new(),
         roots: Roots::default(),
