@@ -222,7 +222,10 @@ fn a_result_reporting_a_refused_write_gets_the_fix_appended() {
         )),
         "{hint}"
     );
-    assert!(hint.contains(&format!("--allow-write {target}")), "{hint}");
+    // The file does not exist: the grant that lets it be created names its directory.
+    let dir = t.p("ro");
+    assert!(hint.contains(&format!("--allow-write {dir} ")), "{hint}");
+    assert!(!hint.contains(&format!("--allow-write {target}")), "{hint}");
     s.wait_stderr(&format!(r#""path":"{target}"}},"tool":"write_file""#));
     assert!(!std::path::Path::new(&target).exists());
     s.wait_stderr("mcpjail: the jail refused write access");
@@ -239,8 +242,67 @@ fn a_result_reporting_a_refused_write_gets_the_fix_appended() {
         entry["jail_hint"]
             .as_str()
             .unwrap_or_default()
-            .contains(&format!("--allow-write {target}")),
+            .contains(&format!("--allow-write {dir} ")),
         "{entry}"
+    );
+}
+
+/// A refused create in a directory mcpjail never opens for writing (here `~/.config`; the same
+/// goes for HOME itself, where a server's temp file beside `MEMORY_FILE_PATH` lands): the hint
+/// does not name the file, which does not exist (and a temp file's name changes every time),
+/// nor a flag for the directory, which would not be granted; it says to give the server a
+/// directory of its own. Control: the same call to the server directly creates the file.
+#[test]
+fn a_refused_create_in_a_directory_never_granted_asks_for_a_directory_of_its_own() {
+    let t = Tree::new();
+    let config = t.root().join("home/.config");
+    std::fs::create_dir_all(&config).unwrap();
+    let target = config.join("notes.jsonl.4f2a.tmp").display().to_string();
+    let call = |jail: bool| {
+        let mut opts = Opts::new(&t);
+        opts.env.push(("FIXTURE_ERRORS", "node".into()));
+        opts.proxy_args = args(&["--allow-read", &config.display().to_string()]);
+        opts.direct = !jail;
+        let mut s = Session::start(&t, opts);
+        s.initialize();
+        let r = s.call("write_file", json!({"path": target, "content": "x"}));
+        s.close_stdin();
+        assert_eq!(s.wait_exit(), 0);
+        r
+    };
+
+    let r = call(true);
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+    assert!(!std::path::Path::new(&target).exists());
+    let content = r["result"]["content"].as_array().unwrap();
+    let hint = content
+        .last()
+        .and_then(|c| c["text"].as_str())
+        .unwrap_or_default();
+    assert!(
+        hint.starts_with(&format!(
+            "mcpjail: the jail refused write access to {target}; hint: {target} does not exist yet"
+        )),
+        "{hint}"
+    );
+    assert!(
+        hint.contains(&format!(
+            "its directory, {}, which mcpjail does not grant",
+            config.display()
+        )),
+        "{hint}"
+    );
+    assert!(hint.contains("a directory of its own"), "{hint}");
+    assert!(
+        !hint.contains("hint: if the server needs it, run with"),
+        "{hint}"
+    );
+
+    let r = call(false);
+    assert_ne!(r["result"]["isError"], json!(true), "{r}");
+    assert!(
+        std::path::Path::new(&target).exists(),
+        "control: directly, it is created"
     );
 }
 

@@ -15,6 +15,11 @@
 //!   mcpjail will not grant it, and no flag is offered;
 //! * needing exec: `--allow-read`/`--allow-write` never grant exec, and a policy file has no
 //!   exec key — only runtime discovery does; the hint says so;
+//! * a file that does not exist (a refused create, such as a temp file written beside the real
+//!   one and renamed over it): its directory, the one thing a grant can name for it (Landlock
+//!   grants existing inodes); when that directory is one mcpjail does not open for writing
+//!   (HOME or above, `~/.config` and the like), the hint says to give the server a directory of
+//!   its own instead of naming a file that will never exist under that name again;
 //! * otherwise: `--allow-read PATH` / `--allow-write PATH`, or the policy line.
 //!
 //! A server that exited with no permission error at all is most likely not stopped by the jail:
@@ -60,6 +65,9 @@ pub enum Fix {
     NeverGranted { pattern: String },
     /// Exec is granted only by runtime discovery; no flag or policy line grants it.
     NeedsExec,
+    /// A file that does not exist can be created only through its directory, and mcpjail does
+    /// not grant write access to this one (`why`).
+    OwnDirectoryNeeded { dir: PathBuf, why: String },
 }
 
 /// One access the jail most likely refused.
@@ -95,6 +103,14 @@ impl Refused {
                  mcpjail's own state are always denied, plus a policy file's `deny`): mcpjail \
                  will not grant it, whatever the flags; give the server what it needs another \
                  way (e.g. a token in a variable passed with --env-keep)"
+            ),
+            Fix::OwnDirectoryNeeded { dir, why } => format!(
+                "hint: {p} does not exist yet, and the jail can let the server create a file \
+                 only through write access to its directory, {}, which mcpjail does not grant \
+                 ({why}); give the server a directory of its own: point the argument or \
+                 variable that names the file at a file in a dedicated directory (e.g. \
+                 ~/.local/share/<server>/) and grant that directory with --allow-write",
+                dir.display()
             ),
             Fix::NeedsExec => format!(
                 "hint: {p} needs exec, which --allow-read and --allow-write never grant and a \
@@ -633,27 +649,10 @@ fn judge(jail: &PreparedJail, scope: &Scope, reported: Reported) -> Option<Refus
     }
     let fix = if let Some(pattern) = scope.denied_by(&path) {
         Fix::NeverGranted { pattern }
+    } else if !exists && matches!(needed, Needed::Write | Needed::ReadOrWrite) {
+        new_file_fix(jail, &path, needed)
     } else {
-        let shown = path.display().to_string();
-        let quoted = serde_json::to_string(&shown).unwrap_or_else(|_| format!("\"{shown}\""));
-        match needed {
-            Needed::Read => Fix::Grant {
-                flag: format!("--allow-read {shown}"),
-                policy_line: format!("read = [{quoted}]"),
-            },
-            Needed::Write => Fix::Grant {
-                flag: format!("--allow-write {shown}"),
-                policy_line: format!("write = [{quoted}]"),
-            },
-            Needed::Exec => Fix::NeedsExec,
-            Needed::ReadOrWrite => Fix::Grant {
-                flag: format!(
-                    "--allow-read {shown} (to read it) or --allow-write {shown} (to create or \
-                     change it)"
-                ),
-                policy_line: format!("read = [{quoted}] or write = [{quoted}]"),
-            },
-        }
+        grant_fix(&path, needed)
     };
     Some(Refused {
         path,
@@ -661,6 +660,56 @@ fn judge(jail: &PreparedJail, scope: &Scope, reported: Reported) -> Option<Refus
         fix,
         evidence: reported.line,
     })
+}
+
+/// The flag and policy line that grant `path` for `needed`.
+fn grant_fix(path: &Path, needed: Needed) -> Fix {
+    let shown = path.display().to_string();
+    let quoted = serde_json::to_string(&shown).unwrap_or_else(|_| format!("\"{shown}\""));
+    match needed {
+        Needed::Read => Fix::Grant {
+            flag: format!("--allow-read {shown}"),
+            policy_line: format!("read = [{quoted}]"),
+        },
+        Needed::Write => Fix::Grant {
+            flag: format!("--allow-write {shown}"),
+            policy_line: format!("write = [{quoted}]"),
+        },
+        Needed::Exec => Fix::NeedsExec,
+        Needed::ReadOrWrite => Fix::Grant {
+            flag: format!(
+                "--allow-read {shown} (to read it) or --allow-write {shown} (to create or \
+                 change it)"
+            ),
+            policy_line: format!("read = [{quoted}] or write = [{quoted}]"),
+        },
+    }
+}
+
+/// A refused create of `path`, which does not exist: the grant names its directory (a grant of
+/// the file itself turns into that too, see `prepare`), unless mcpjail does not open that
+/// directory for writing, by the same rule `prepare` applies.
+fn new_file_fix(jail: &PreparedJail, path: &Path, needed: Needed) -> Fix {
+    let Some(dir) = path.parent() else {
+        return grant_fix(path, needed);
+    };
+    let env = jail.env().unwrap_or_default();
+    let home = env
+        .iter()
+        .find(|(k, _)| k == "HOME")
+        .map(|(_, v)| PathBuf::from(v));
+    let refused = if dir.is_dir() {
+        super::planted::sensitive_dir(dir, home.as_deref(), env)
+    } else {
+        Some("it does not exist".into())
+    };
+    match refused {
+        Some(why) => Fix::OwnDirectoryNeeded {
+            dir: dir.to_path_buf(),
+            why,
+        },
+        None => grant_fix(dir, needed),
+    }
 }
 
 #[cfg(test)]
