@@ -2,8 +2,8 @@
 //! and picks out its top-level `id`, `method`, `params`, `result` and `error`, at a few
 //! instructions a byte.
 //!
-//! Why it exists: the reference reader ([`super::message::parse_envelope`], serde_json's
-//! derived `Deserialize`) walks every raw value once to find its end and keeps every key in
+//! Why it exists: the reference reader (`message::reference_envelope`, serde_json's derived
+//! `Deserialize`) walks every raw value once to find its end and keeps every key in
 //! serde's general machinery. It cost ~2.8 k instructions for a 100-byte line, and every call
 //! has two lines (the request and its answer): a quarter of all the proxy did per call.
 //!

@@ -15,8 +15,8 @@
 //!   mcpjail will not grant it, and no flag is offered;
 //! * needing exec: `--allow-read`/`--allow-write` never grant exec, and a policy file has no
 //!   exec key — only runtime discovery does; the hint says so;
-//! * a file that does not exist (a refused create, such as a temp file written beside the real
-//!   one and renamed over it): its directory, the one thing a grant can name for it (Landlock
+//! * a write to a file that does not exist, in a directory the jail lets it read (a create,
+//!   such as a temp file written beside the real one and renamed over it): its directory, the one thing a grant can name for it (Landlock
 //!   grants existing inodes); when that directory is one mcpjail does not open for writing
 //!   (HOME or above, `~/.config` and the like), the hint says to give the server a directory of
 //!   its own instead of naming a file that will never exist under that name again;
@@ -649,8 +649,10 @@ fn judge(jail: &PreparedJail, scope: &Scope, reported: Reported) -> Option<Refus
     }
     let fix = if let Some(pattern) = scope.denied_by(&path) {
         Fix::NeverGranted { pattern }
-    } else if !exists && matches!(needed, Needed::Write | Needed::ReadOrWrite) {
-        new_file_fix(jail, &path, needed)
+    } else if !exists && needed == Needed::Write {
+        // A create, certainly (the jail lets it read there). `ReadOrWrite` may be a read of a
+        // file removed since: that hint keeps naming the file.
+        new_file_fix(jail, &path)
     } else {
         grant_fix(&path, needed)
     };
@@ -689,9 +691,9 @@ fn grant_fix(path: &Path, needed: Needed) -> Fix {
 /// A refused create of `path`, which does not exist: the grant names its directory (a grant of
 /// the file itself turns into that too, see `prepare`), unless mcpjail does not open that
 /// directory for writing, by the same rule `prepare` applies.
-fn new_file_fix(jail: &PreparedJail, path: &Path, needed: Needed) -> Fix {
+fn new_file_fix(jail: &PreparedJail, path: &Path) -> Fix {
     let Some(dir) = path.parent() else {
-        return grant_fix(path, needed);
+        return grant_fix(path, Needed::Write);
     };
     let env = jail.env().unwrap_or_default();
     let home = env
@@ -708,7 +710,7 @@ fn new_file_fix(jail: &PreparedJail, path: &Path, needed: Needed) -> Fix {
             dir: dir.to_path_buf(),
             why,
         },
-        None => grant_fix(dir, needed),
+        None => grant_fix(dir, Needed::Write),
     }
 }
 
