@@ -329,17 +329,23 @@ fn pinned_table(scope: &std::path::Path) {
     }
     let modes = modes();
     let mut per_call: Vec<Vec<Duration>> = modes.iter().map(|_| Vec::new()).collect();
+    let mut own_cpu: Vec<Vec<Duration>> = modes.iter().map(|_| Vec::new()).collect();
     for _ in 0..PINNED_ROUNDS {
         for (i, (_, cmd)) in modes.iter().enumerate() {
             let mut s = Session::start(quiet(cmd(scope), i));
             for n in 1..=200 {
                 s.roundtrip(&echo(n));
             }
+            let pid = s.child.id();
+            let cpu_before = cpu_time(pid);
             let start = Instant::now();
             for n in 0..PINNED_CALLS {
                 s.roundtrip(&echo(1000 + n));
             }
             per_call[i].push(start.elapsed() / PINNED_CALLS as u32);
+            if let (Some(before), Some(after)) = (cpu_before, cpu_time(pid)) {
+                own_cpu[i].push(after.saturating_sub(before) / PINNED_CALLS as u32);
+            }
             s.finish();
         }
     }
@@ -348,20 +354,31 @@ fn pinned_table(scope: &std::path::Path) {
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &previous);
     }
     let medians = medians(per_call);
+    // "own CPU": the CPU time per call of the process the bench started (the server itself when
+    // direct, the middle otherwise), by the scheduler's own accounting. On one CPU the wall
+    // time is everyone's CPU time end to end, so this says whose work a difference is.
+    let own_cpu: Vec<Option<Duration>> = own_cpu
+        .into_iter()
+        .map(|v| (v.len() == PINNED_ROUNDS).then(|| median(v)))
+        .collect();
     println!(
         "\none CPU for every process (quiet server): {PINNED_CALLS} echo calls, median of {PINNED_ROUNDS} alternating rounds"
     );
     println!(
-        "{:<18} {:>10} {:>10} {:>10}",
-        "mode", "per call", "added", "/relay"
+        "{:<18} {:>10} {:>10} {:>10} {:>10}",
+        "mode", "per call", "added", "/relay", "own CPU"
     );
-    for ((name, _), m) in modes.iter().zip(&medians) {
+    for (((name, _), m), cpu) in modes.iter().zip(&medians).zip(&own_cpu) {
+        let cpu = cpu.map_or("–".to_string(), |c| {
+            format!("{:.1}µs", c.as_secs_f64() * 1e6)
+        });
         println!(
-            "{:<18} {:>8.1}µs {:>8.1}µs {:>9.3}x",
+            "{:<18} {:>8.1}µs {:>8.1}µs {:>9.3}x {:>10}",
             name,
             m.as_secs_f64() * 1e6,
             (m.as_secs_f64() - medians[0].as_secs_f64()) * 1e6,
-            m.as_secs_f64() / medians[1].as_secs_f64()
+            m.as_secs_f64() / medians[1].as_secs_f64(),
+            cpu
         );
     }
     for ((name, _), m) in modes.iter().zip(&medians).skip(2) {
@@ -370,6 +387,17 @@ fn pinned_table(scope: &std::path::Path) {
             verdict(m.as_secs_f64() / medians[1].as_secs_f64() <= 1.15)
         );
     }
+}
+
+/// CPU time process `pid` has run, all its threads, by the scheduler's own accounting
+/// (`/proc/PID/task/*/schedstat`, nanoseconds, not ticks). `None` where the kernel keeps none.
+fn cpu_time(pid: u32) -> Option<Duration> {
+    let mut total = 0u64;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(Duration::from_nanos(total))
 }
 
 /// The calls again against the fixture with `FIXTURE_QUIET_CALLS` (no stderr line per
