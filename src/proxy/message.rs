@@ -173,7 +173,7 @@ pub fn parse_envelope(content: &[u8]) -> Result<Envelope<'_>, Malformed> {
 pub fn recover_id(content: &[u8]) -> Option<String> {
     let text = String::from_utf8_lossy(content);
     let text = text.trim_start_matches('\u{feff}');
-    let env: Envelope<'_> = serde_json::from_str(text).ok()?;
+    let env = reference_envelope(text).ok()?;
     let id = env.id?.get();
     // The same rule as for parsed lines: ids are strings, numbers or null.
     (!id.starts_with('{') && !id.starts_with('[')).then(|| id.to_string())

@@ -257,10 +257,7 @@ pub fn explain_start_failure(
     spawn_error: Option<&std::io::Error>,
     stderr_tail: &str,
 ) -> String {
-    let home = jail
-        .env()
-        .and_then(|env| env.iter().find(|(k, _)| k == "HOME"))
-        .map(|(_, v)| PathBuf::from(v));
+    let home = jail.home();
     let scope = Scope {
         deny: crate::policy::derive::always_denied(home.as_deref()),
         ..Default::default()
@@ -695,13 +692,9 @@ fn new_file_fix(jail: &PreparedJail, path: &Path) -> Fix {
     let Some(dir) = path.parent() else {
         return grant_fix(path, Needed::Write);
     };
-    let env = jail.env().unwrap_or_default();
-    let home = env
-        .iter()
-        .find(|(k, _)| k == "HOME")
-        .map(|(_, v)| PathBuf::from(v));
     let refused = if dir.is_dir() {
-        super::planted::sensitive_dir(dir, home.as_deref(), env)
+        let env = jail.env().unwrap_or_default();
+        super::planted::sensitive_dir(dir, jail.home().as_deref(), env)
     } else {
         Some("it does not exist".into())
     };

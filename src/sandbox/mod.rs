@@ -824,6 +824,14 @@ impl PreparedJail {
         self.env.as_deref()
     }
 
+    /// The server's `HOME`, if its environment has one.
+    pub fn home(&self) -> Option<PathBuf> {
+        self.env()?
+            .iter()
+            .find(|(k, _)| k == "HOME")
+            .map(|(_, v)| PathBuf::from(v))
+    }
+
     /// The arguments after the program.
     pub fn args(&self) -> &[String] {
         &self.args
