@@ -33,14 +33,52 @@ pub struct Scanned<'a> {
 /// The envelope of `text`, or `None` when the reference reader must decide (see the module
 /// docs).
 pub fn scan(text: &str) -> Option<Scanned<'_>> {
+    let mut found = Scanned::default();
+    let mut seen = [false; 5];
+    members(text, |key, value| {
+        let slot = match key {
+            "id" => 0,
+            "method" => 1,
+            "params" => 2,
+            "result" => 3,
+            "error" => 4,
+            _ => return Some(()),
+        };
+        if std::mem::replace(&mut seen[slot], true) {
+            return None;
+        }
+        let present = (value != "null").then_some(value);
+        match slot {
+            0 => found.id = present,
+            1 => {
+                found.method = match present {
+                    None => None,
+                    Some(value) => Some(plain_string(value)?),
+                }
+            }
+            2 => found.params = present,
+            3 => found.result = present,
+            _ => found.error = present,
+        }
+        Some(())
+    })?;
+    Some(found)
+}
+
+/// Walk the JSON object that is all of `text` (whitespace aside), checked all the way down,
+/// handing each member to `each` as its key (without quotes) and the raw text of its value.
+/// `None` when `text` is anything else, when a key holds an escape (its text is not the key),
+/// or when `each` says `None`.
+pub fn members<'a>(
+    text: &'a str,
+    mut each: impl FnMut(&'a str, &'a str) -> Option<()>,
+) -> Option<()> {
     let b = text.as_bytes();
     let mut i = skip_ws(b, 0);
     if b.get(i) != Some(&b'{') {
         return None;
     }
     i = skip_ws(b, i + 1);
-    let mut found = Scanned::default();
-    let mut seen = [false; 5];
     if b.get(i) == Some(&b'}') {
         i += 1;
     } else {
@@ -59,34 +97,7 @@ pub fn scan(text: &str) -> Option<Scanned<'_>> {
             }
             let start = skip_ws(b, i + 1);
             let end = value_end(b, start)?;
-            let value = &text[start..end];
-            let slot = match key {
-                "id" => 0,
-                "method" => 1,
-                "params" => 2,
-                "result" => 3,
-                "error" => 4,
-                _ => usize::MAX,
-            };
-            if let Some(seen) = seen.get_mut(slot) {
-                if *seen {
-                    return None;
-                }
-                *seen = true;
-                let present = (value != "null").then_some(value);
-                match slot {
-                    0 => found.id = present,
-                    1 => {
-                        found.method = match present {
-                            None => None,
-                            Some(value) => Some(plain_string(value)?),
-                        }
-                    }
-                    2 => found.params = present,
-                    3 => found.result = present,
-                    _ => found.error = present,
-                }
-            }
+            each(key, &text[start..end])?;
             i = skip_ws(b, end);
             match b.get(i)? {
                 b',' => i = skip_ws(b, i + 1),
@@ -98,12 +109,12 @@ pub fn scan(text: &str) -> Option<Scanned<'_>> {
             }
         }
     }
-    (skip_ws(b, i) == b.len()).then_some(found)
+    (skip_ws(b, i) == b.len()).then_some(())
 }
 
 /// The text of a JSON string without escapes (`None` for any other value, or a string with
 /// an escape, which the reference reader unescapes).
-fn plain_string(value: &str) -> Option<&str> {
+pub fn plain_string(value: &str) -> Option<&str> {
     let inner = value.strip_prefix('"')?.strip_suffix('"')?;
     (!inner.contains('\\')).then_some(inner)
 }
@@ -295,7 +306,7 @@ fn value_end(b: &[u8], mut i: usize) -> Option<usize> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::proxy::message::{reference_envelope, Envelope};
     use proptest::prelude::*;
@@ -404,7 +415,7 @@ mod tests {
     }
 
     /// Pieces that lines are made of, valid and not: generated lines put them together.
-    fn piece() -> impl Strategy<Value = &'static str> {
+    pub(crate) fn piece() -> impl Strategy<Value = &'static str> {
         prop::sample::select(vec![
             "{",
             "}",
@@ -451,14 +462,19 @@ mod tests {
 
     /// A valid envelope with `pieces` spliced in at `at`: mostly near-misses of real lines.
     fn spliced() -> impl Strategy<Value = String> {
+        spliced_into(vec![
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"e","arguments":{"t":[1,{"u":null}]}}}"#,
+            r#"{"id":"5","jsonrpc":"2.0","result":{"content":[{"text":"h","type":"text"}],"isError":false}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"m"}}"#,
+        ])
+    }
+
+    /// One of `bases` with a few [`piece`]s spliced in somewhere.
+    pub(crate) fn spliced_into(bases: Vec<&'static str>) -> impl Strategy<Value = String> {
         (
             prop::collection::vec(piece(), 0..6),
             0usize..200,
-            prop::sample::select(vec![
-                r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"e","arguments":{"t":[1,{"u":null}]}}}"#,
-                r#"{"id":"5","jsonrpc":"2.0","result":{"content":[{"text":"h","type":"text"}],"isError":false}}"#,
-                r#"{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"m"}}"#,
-            ]),
+            prop::sample::select(bases),
         )
             .prop_map(|(pieces, at, base)| {
                 let mut at = at.min(base.len());

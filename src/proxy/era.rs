@@ -19,9 +19,12 @@ pub const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion
 /// Is this request (its parsed `params`) from the stateless era? Older requests never carry
 /// the key, so its presence alone decides (later revisions keep it).
 pub fn is_stateless(params: &Value) -> bool {
-    params
-        .get("_meta")
-        .and_then(|m| m.get(PROTOCOL_VERSION_META))
+    params.get("_meta").is_some_and(meta_is_stateless)
+}
+
+/// [`is_stateless`], given the request's `params._meta`.
+pub fn meta_is_stateless(meta: &Value) -> bool {
+    meta.get(PROTOCOL_VERSION_META)
         .is_some_and(Value::is_string)
 }
 

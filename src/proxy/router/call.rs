@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::super::message;
+use super::super::{envelope_scan, message};
 use super::Kind;
 
 /// What a checked request asks for.
@@ -38,6 +38,67 @@ pub(crate) enum Unjudgeable {
 
 /// Parse `params_text` (the raw `params`, `{}` when absent) of a request of `kind`.
 pub(crate) fn parse(kind: Kind, params_text: &str) -> Result<CheckedRequest, Unjudgeable> {
+    if kind == Kind::ToolsCall {
+        if let Some(request) = plain_tool_call(params_text) {
+            return Ok(request);
+        }
+    }
+    parse_whole(kind, params_text)
+}
+
+/// Most keys a `tools/call`'s params may have for [`plain_tool_call`] to read it.
+const MAX_PLAIN_MEMBERS: usize = 16;
+
+/// An ordinary `tools/call` read without a `Value` for its params: only `arguments` (and a
+/// `_meta`, if there is one) are parsed, the rest is looked at where it lies. `None` sends
+/// the params to [`parse_whole`], which decides and words every refusal: anything unusual (a
+/// key given twice or with an escape, a `name` that is not a plain string, `arguments` that
+/// are not an object, another member that is an object or array, where a duplicate key could
+/// hide) and anything it would refuse.
+fn plain_tool_call(params_text: &str) -> Option<CheckedRequest> {
+    let mut keys = [""; MAX_PLAIN_MEMBERS];
+    let mut count = 0;
+    let (mut name, mut arguments, mut meta) = (None, None, None);
+    envelope_scan::members(params_text, |key, value| {
+        if count == MAX_PLAIN_MEMBERS || keys[..count].contains(&key) {
+            return None;
+        }
+        keys[count] = key;
+        count += 1;
+        match key {
+            "name" => name = Some(envelope_scan::plain_string(value)?),
+            "arguments" => arguments = Some(value),
+            "_meta" => meta = Some(value),
+            _ if value.starts_with(['{', '[']) => return None,
+            _ => {}
+        }
+        Some(())
+    })?;
+    let name = name?;
+    let arguments = match arguments {
+        None | Some("null") => json!({}),
+        Some(raw) if raw.starts_with('{') => message::parse_params(raw).ok()?,
+        Some(_) => return None,
+    };
+    let meta = match meta {
+        Some(raw) => Some(message::parse_params(raw).ok()?),
+        None => None,
+    };
+    let stateless = meta
+        .as_ref()
+        .is_some_and(super::super::era::meta_is_stateless);
+    Some(CheckedRequest {
+        what: Checked::Tool {
+            name: name.to_string(),
+            arguments,
+        },
+        stateless,
+        meta,
+    })
+}
+
+/// [`parse`] by way of one `Value` for all of `params_text`.
+fn parse_whole(kind: Kind, params_text: &str) -> Result<CheckedRequest, Unjudgeable> {
     // Two equal keys could be read one way here and another way by the server.
     let mut params: Value = match message::parse_params(params_text) {
         Ok(v) => v,
@@ -136,5 +197,70 @@ mod tests {
                 .what,
             Checked::OtherResource
         ));
+    }
+
+    /// Both readings of `params`, comparable: the fast one's `None` is "deferred".
+    fn readings(params: &str) -> (Option<String>, String) {
+        let fast = plain_tool_call(params).map(|r| format!("{r:?}"));
+        let whole = format!("{:?}", parse_whole(Kind::ToolsCall, params));
+        (fast, whole)
+    }
+
+    /// The fast reading either defers or is exactly the whole one.
+    fn agrees(params: &str) {
+        if let (Some(fast), whole) = readings(params) {
+            assert_eq!(format!("Ok({fast})"), whole, "{params:?}");
+        }
+    }
+
+    #[test]
+    fn reads_ordinary_calls_without_a_value_for_their_params() {
+        for params in [
+            r#"{"name":"echo","arguments":{"text":"hello 7"}}"#,
+            r#"{"arguments":{"path":"/tmp/a","n":[1,{"x":null}]},"name":"read_file"}"#,
+            r#"{"name":"t"}"#,
+            r#"{"name":"t","arguments":null}"#,
+            r#"{"name":"t","arguments":{"s":"a\ud800b"},"_meta":{"progressToken":1}}"#,
+            r#"{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
+            r#"{"name":"t","_meta":null,"task":true,"ttl":5}"#,
+        ] {
+            let (fast, whole) = readings(params);
+            let fast = fast.unwrap_or_else(|| panic!("deferred {params}"));
+            assert_eq!(format!("Ok({fast})"), whole, "{params}");
+        }
+    }
+
+    #[test]
+    fn leaves_every_refusal_and_oddity_to_the_whole_reading() {
+        for params in [
+            r#"{"name":"t","name":"u"}"#,
+            r#"{"name":"t","arguments":{"a":1,"a":2}}"#,
+            r#"{"name":"t","extra":{"a":1,"a":2}}"#,
+            r#"{"name":"t","_meta":{"a":1,"a":2}}"#,
+            r#"{"name":"t","arguments":[1]}"#,
+            r#"{"name":"t","arguments":"x"}"#,
+            r#"{"name":"t\u0041"}"#,
+            r#"{"n\u0061me":"t"}"#,
+            r#"{"name":5}"#,
+            r#"{"arguments":{}}"#,
+            r#"[1"#,
+            "[]",
+            "{}",
+        ] {
+            assert_eq!(readings(params).0, None, "{params}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+
+        #[test]
+        fn the_fast_reading_defers_or_agrees(params in crate::proxy::envelope_scan::tests::spliced_into(vec![
+            r#"{"name":"echo","arguments":{"text":"hello","n":[1,{"u":null}]}}"#,
+            r#"{"arguments":{"p":"/a"},"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
+            r#"{"name":"t","arguments":null,"_meta":{"progressToken":"x"}}"#,
+        ])) {
+            agrees(&params);
+        }
     }
 }

@@ -179,7 +179,6 @@ impl Router {
             }
             return;
         };
-        let method = method.to_string();
         if let Some(id) = env.id {
             // A response from the server is matched by id alone: an id that is already in
             // flight (ours or the client's), or too long to keep, cannot be told apart.
@@ -225,7 +224,7 @@ impl Router {
                 return;
             }
         }
-        let kind = match method.as_str() {
+        let kind = match method {
             "initialize" => Kind::Initialize,
             "server/discover" => Kind::Discover,
             "tools/list" => Kind::ToolsList,
@@ -233,7 +232,7 @@ impl Router {
             "resources/read" => Kind::ResourcesRead,
             _ => Kind::Other,
         };
-        if env.id.is_some() && self.waits_for_roots(kind, &method) {
+        if env.id.is_some() && self.waits_for_roots(kind, method) {
             // Narrow to the client's roots before the server has state (see `roots`).
             self.hold(line);
             return;
@@ -273,7 +272,7 @@ impl Router {
                             kind,
                             started: Instant::now(),
                             record: None,
-                            replay: is_listing(&method).then(|| line.clone()),
+                            replay: is_listing(method).then(|| line.clone()),
                         },
                     );
                 }

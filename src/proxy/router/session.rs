@@ -244,6 +244,8 @@ where
     let mut client_eof = false;
     let mut stage = Shutdown::Running;
     let mut signals_open = true;
+    // Without an egress proxy nothing sends on it: not polled once it says so.
+    let mut net_open = true;
     let grace = router.config.grace;
 
     loop {
@@ -311,7 +313,10 @@ where
                 }
             }
             _ = sleep_until_opt(fetch_deadline) => router.fetch_timed_out(&mut child),
-            Some(rec) = net_decisions.recv() => router.log.net(&rec),
+            rec = net_decisions.recv(), if net_open => match rec {
+                Some(rec) => router.log.net(&rec),
+                None => net_open = false,
+            },
         }
         if router.catalogue.fetch_due() && !client.has_line() {
             router.start_fetch(&mut child);
