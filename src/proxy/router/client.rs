@@ -179,23 +179,21 @@ impl Router {
             }
             return;
         };
+        // The id as a table key, made once: the checks below, and the pending entry.
+        let key = env
+            .id
+            .filter(|id| id.get().len() <= integrity::MAX_ID_BYTES)
+            .map(message::id_key);
         if let Some(id) = env.id {
             // A response from the server is matched by id alone: an id that is already in
             // flight (ours or the client's), or too long to keep, cannot be told apart.
-            let refused = if id.get().len() > integrity::MAX_ID_BYTES {
-                Some(format!(
-                    "a request id of {} bytes is over the proxy's limit of {} bytes",
-                    id.get().len(),
-                    integrity::MAX_ID_BYTES
-                ))
-            } else {
-                let key = message::id_key(id);
-                if self.own_to_server.contains_key(&key) {
+            let refused = if let Some(key) = key.as_deref() {
+                if self.own_to_server.contains_key(key) {
                     Some(format!(
                         "request id {} is in use by the proxy; use another id",
                         id.get()
                     ))
-                } else if self.pending.contains_key(&key) {
+                } else if self.pending.contains_key(key) {
                     Some(format!(
                         "request id {} is still in flight; use another id",
                         id.get()
@@ -203,6 +201,12 @@ impl Router {
                 } else {
                     None
                 }
+            } else {
+                Some(format!(
+                    "a request id of {} bytes is over the proxy's limit of {} bytes",
+                    id.get().len(),
+                    integrity::MAX_ID_BYTES
+                ))
             };
             if let Some(why) = refused {
                 self.refuse_malformed(&Malformed::Invalid(why), raw_id.as_deref());
@@ -250,7 +254,7 @@ impl Router {
         }
         match kind {
             Kind::ToolsCall | Kind::ResourcesRead => {
-                self.on_checked_request(line.clone(), &env, kind, child);
+                self.on_checked_request(line.clone(), &env, kind, (raw_id, key), child);
             }
             _ => {
                 if kind == Kind::Initialize {
@@ -264,11 +268,11 @@ impl Router {
                     self.init_params = params;
                 }
                 child.send(terminated(line.clone()));
-                if let Some(id) = env.id {
+                if let (Some(raw_id), Some(key)) = (raw_id, key) {
                     self.pending.insert(
-                        message::id_key(id),
+                        key,
                         Pending {
-                            raw_id: id.get().to_string(),
+                            raw_id,
                             kind,
                             started: Instant::now(),
                             record: None,
@@ -327,9 +331,9 @@ impl Router {
         line: Bytes,
         env: &Envelope<'_>,
         kind: Kind,
+        (raw_id, key): (Option<String>, Option<String>),
         child: &mut ServerChild,
     ) {
-        let raw_id = env.id.map(|id| id.get().to_string());
         let started = Instant::now();
         // Fail closed: a call that could not be recorded is not made (see `audit`).
         if let Some(why) = self.log.audit_failure() {
@@ -406,7 +410,7 @@ impl Router {
             ),
             Checked::OtherResource => {
                 // Not a file: the proxy has nothing to check; the server answers.
-                self.forward_request(line, env, kind, started, None, child);
+                self.forward_request(line, kind, started, None, (raw_id, key), child);
                 return;
             }
         };
@@ -420,7 +424,7 @@ impl Router {
             None,
         );
         match verdict.refusal {
-            None => self.forward_request(line, env, kind, started, record, child),
+            None => self.forward_request(line, kind, started, record, (raw_id, key), child),
             Some(refusal) => self.answer_denial(
                 raw_id.as_deref(),
                 &refusal,
@@ -432,21 +436,23 @@ impl Router {
         }
     }
 
+    /// Forward a judged request; one with an id (`raw_id`, and `key` for the table) waits
+    /// in `pending` for its answer.
     pub(super) fn forward_request(
         &mut self,
         line: Bytes,
-        env: &Envelope<'_>,
         kind: Kind,
         started: Instant,
         record: Option<CallRecord>,
+        (raw_id, key): (Option<String>, Option<String>),
         child: &mut ServerChild,
     ) {
         child.send(terminated(line));
-        if let Some(id) = env.id {
+        if let (Some(raw_id), Some(key)) = (raw_id, key) {
             self.pending.insert(
-                message::id_key(id),
+                key,
                 Pending {
-                    raw_id: id.get().to_string(),
+                    raw_id,
                     kind,
                     started,
                     record,

@@ -96,7 +96,7 @@ struct Router {
     pending: foldhash::HashMap<String, Pending>,
     /// The proxy's own requests to the server, by id key (a fetch page, a replayed
     /// initialize: at most two at a time).
-    own_to_server: HashMap<String, Own>,
+    own_to_server: foldhash::HashMap<String, Own>,
     /// Client requests no one waits for any more (cancelled by the client), oldest first, at
     /// most [`super::integrity::MAX_PENDING`]: the server need not answer them, and a late
     /// answer is dropped quietly instead of being counted as a violation.

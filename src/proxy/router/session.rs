@@ -192,7 +192,7 @@ where
         out,
         catalogue: Catalogue::new(),
         pending: foldhash::HashMap::default(),
-        own_to_server: HashMap::new(),
+        own_to_server: foldhash::HashMap::default(),
         cancelled: VecDeque::new(),
         roots: Roots::default(),
         server_requests: HashMap::new(),
