@@ -119,6 +119,7 @@ pub fn plain_string(value: &str) -> Option<&str> {
     (!inner.contains('\\')).then_some(inner)
 }
 
+#[inline(always)]
 fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while let Some(b' ' | b'\n' | b'\t' | b'\r') = b.get(i) {
         i += 1;
@@ -129,6 +130,7 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
 /// The end (one past the closing quote) of the string whose opening quote is just before
 /// `i`, and whether it holds an escape. `None` for a control character, a bad escape, or no
 /// closing quote, all of which JSON forbids.
+#[inline(always)]
 fn string_end(b: &[u8], mut i: usize) -> Option<(usize, bool)> {
     let mut escaped = false;
     loop {
@@ -158,6 +160,7 @@ fn string_end(b: &[u8], mut i: usize) -> Option<(usize, bool)> {
 /// The first index at or after `i` whose byte is `"`, `\` or a control character (`b.len()`
 /// when there is none): the end of a run of plain string content, eight bytes at a time while
 /// eight are left, since most of a line is string content.
+#[inline(always)]
 fn next_stop(b: &[u8], mut i: usize) -> usize {
     const ONES: u64 = u64::from_le_bytes([1; 8]);
     const HIGH: u64 = ONES << 7;
@@ -235,6 +238,7 @@ fn literal_end(b: &[u8], i: usize, word: &[u8]) -> Option<usize> {
 }
 
 /// After `{` or `,` in an object: the key, the colon, and the whitespace before the value.
+#[inline(always)]
 fn member_value_start(b: &[u8], i: usize) -> Option<usize> {
     if b.get(i) != Some(&b'"') {
         return None;
