@@ -3,7 +3,8 @@
 //! `proxy::check`).
 //!
 //! Invariants: nothing panics; the one-pass envelope scanner either defers a line or reads it
-//! exactly as serde_json does; a line that is not a JSON object is refused with -32700 or
+//! exactly as serde_json does; an ordinary `tools/call`'s params read without a `Value`
+//! (`call::plain_reading_agrees`) are read exactly as the whole reading does; a line that is not a JSON object is refused with -32700 or
 //! -32600; params with a duplicate key are never judged (the server could read the other
 //! value); a call the check allows has every path argument resolved inside the scope for the
 //! access its tool needs; the proxy's own answers (errors, denials) are valid JSON-RPC lines
@@ -50,6 +51,11 @@ pub fn run(data: &[u8]) {
         _ => return,
     };
     let params = env.params.map(|p| p.get()).unwrap_or("{}");
+    if kind == Kind::ToolsCall {
+        if let Err(why) = call::plain_reading_agrees(params) {
+            panic!("{why}");
+        }
+    }
     let duplicate = duplicate_key(params);
     let request = match call::parse(kind, params) {
         Ok(r) => r,

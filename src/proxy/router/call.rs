@@ -53,8 +53,8 @@ const MAX_PLAIN_MEMBERS: usize = 16;
 /// `_meta`, if there is one) are parsed, the rest is looked at where it lies. `None` sends
 /// the params to [`parse_whole`], which decides and words every refusal: anything unusual (a
 /// key given twice or with an escape, a `name` that is not a plain string, `arguments` that
-/// are not an object, another member that is an object or array, where a duplicate key could
-/// hide) and anything it would refuse.
+/// are not an object, another member that is not a [`plain_scalar`]) and anything it would
+/// refuse.
 fn plain_tool_call(params_text: &str) -> Option<CheckedRequest> {
     let mut keys = [""; MAX_PLAIN_MEMBERS];
     let mut count = 0;
@@ -69,7 +69,7 @@ fn plain_tool_call(params_text: &str) -> Option<CheckedRequest> {
             "name" => name = Some(envelope_scan::plain_string(value)?),
             "arguments" => arguments = Some(value),
             "_meta" => meta = Some(value),
-            _ if value.starts_with(['{', '[']) => return None,
+            _ if !plain_scalar(value) => return None,
             _ => {}
         }
         Some(())
@@ -95,6 +95,39 @@ fn plain_tool_call(params_text: &str) -> Option<CheckedRequest> {
         stateless,
         meta,
     })
+}
+
+/// A member value the whole reading is sure to take as it is: a string (its escapes were
+/// checked by the scan, and a lone surrogate is repaired either way), `true`, `false`, `null`,
+/// or an integer of at most 18 digits. Not an object or an array (a duplicate key could hide
+/// in it), and not any other number: `1e999` is out of serde_json's range, and the whole
+/// reading refuses it.
+fn plain_scalar(value: &str) -> bool {
+    match value.as_bytes().first() {
+        Some(b'"' | b't' | b'f' | b'n') => true,
+        Some(b'-' | b'0'..=b'9') => {
+            let digits = value.strip_prefix('-').unwrap_or(value);
+            digits.len() <= 18 && digits.bytes().all(|b| b.is_ascii_digit())
+        }
+        _ => false,
+    }
+}
+
+/// Whether [`plain_tool_call`] reads `params` as [`parse_whole`] does, or defers: `Err` with
+/// both readings when it does not. For the tests and the `message` fuzz target.
+pub(crate) fn plain_reading_agrees(params: &str) -> Result<(), String> {
+    let Some(fast) = plain_tool_call(params) else {
+        return Ok(());
+    };
+    let fast = format!("Ok({fast:?})");
+    let whole = format!("{:?}", parse_whole(Kind::ToolsCall, params));
+    if fast == whole {
+        Ok(())
+    } else {
+        Err(format!(
+            "params {params:?}: read without a Value as {fast}, whole as {whole}"
+        ))
+    }
 }
 
 /// [`parse`] by way of one `Value` for all of `params_text`.
@@ -208,8 +241,8 @@ mod tests {
 
     /// The fast reading either defers or is exactly the whole one.
     fn agrees(params: &str) {
-        if let (Some(fast), whole) = readings(params) {
-            assert_eq!(format!("Ok({fast})"), whole, "{params:?}");
+        if let Err(why) = plain_reading_agrees(params) {
+            panic!("{why}");
         }
     }
 
@@ -222,7 +255,7 @@ mod tests {
             r#"{"name":"t","arguments":null}"#,
             r#"{"name":"t","arguments":{"s":"a\ud800b"},"_meta":{"progressToken":1}}"#,
             r#"{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
-            r#"{"name":"t","_meta":null,"task":true,"ttl":5}"#,
+            r#"{"name":"t","_meta":null,"task":true,"ttl":5,"n":-123456789012345678,"s":"x"}"#,
         ] {
             let (fast, whole) = readings(params);
             let fast = fast.unwrap_or_else(|| panic!("deferred {params}"));
@@ -236,6 +269,9 @@ mod tests {
             r#"{"name":"t","name":"u"}"#,
             r#"{"name":"t","arguments":{"a":1,"a":2}}"#,
             r#"{"name":"t","extra":{"a":1,"a":2}}"#,
+            r#"{"name":"t","big":55555515555155555.5E555}"#,
+            r#"{"name":"t","n":1.5}"#,
+            r#"{"name":"t","n":1234567890123456789}"#,
             r#"{"name":"t","_meta":{"a":1,"a":2}}"#,
             r#"{"name":"t","arguments":[1]}"#,
             r#"{"name":"t","arguments":"x"}"#,
