@@ -4,8 +4,8 @@
 //!
 //! Invariants: nothing panics; the one-pass envelope scanner either defers a line or reads it
 //! exactly as serde_json does; an ordinary `tools/call`'s params read without a `Value`
-//! (`call::plain_reading_agrees`) are read exactly as the whole reading does; a line that is not a JSON object is refused with -32700 or
-//! -32600; params with a duplicate key are never judged (the server could read the other
+//! (`call::plain_reading_agrees`) are read exactly as the whole reading does; a line that is
+//! not a JSON object is refused with -32700 or -32600; params with a duplicate key are never judged (the server could read the other
 //! value); a call the check allows has every path argument resolved inside the scope for the
 //! access its tool needs; the proxy's own answers (errors, denials) are valid JSON-RPC lines
 //! that carry the request's id.

@@ -419,7 +419,7 @@ pub(crate) mod tests {
     }
 
     /// Pieces that lines are made of, valid and not: generated lines put them together.
-    pub(crate) fn piece() -> impl Strategy<Value = &'static str> {
+    fn piece() -> impl Strategy<Value = &'static str> {
         prop::sample::select(vec![
             "{",
             "}",

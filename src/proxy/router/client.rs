@@ -18,7 +18,7 @@ use super::super::DenyMode;
 use super::call::{self, Checked, Unjudgeable};
 use super::records::{self, Outcome};
 use super::server::cancelled_request;
-use super::{Kind, Pending, Router};
+use super::{Kind, Pending, RequestId, Router};
 use crate::proxy::outbox::terminated;
 
 impl Router {
@@ -228,6 +228,8 @@ impl Router {
                 return;
             }
         }
+        // Past the checks above a request's id has its key: both move into its pending entry.
+        let id = raw_id.zip(key).map(|(raw, key)| RequestId { raw, key });
         let kind = match method {
             "initialize" => Kind::Initialize,
             "server/discover" => Kind::Discover,
@@ -254,7 +256,7 @@ impl Router {
         }
         match kind {
             Kind::ToolsCall | Kind::ResourcesRead => {
-                self.on_checked_request(line.clone(), &env, kind, (raw_id, key), child);
+                self.on_checked_request(line.clone(), &env, kind, id, child);
             }
             _ => {
                 if kind == Kind::Initialize {
@@ -268,11 +270,11 @@ impl Router {
                     self.init_params = params;
                 }
                 child.send(terminated(line.clone()));
-                if let (Some(raw_id), Some(key)) = (raw_id, key) {
+                if let Some(id) = id {
                     self.pending.insert(
-                        key,
+                        id.key,
                         Pending {
-                            raw_id,
+                            raw_id: id.raw,
                             kind,
                             started: Instant::now(),
                             record: None,
@@ -331,20 +333,21 @@ impl Router {
         line: Bytes,
         env: &Envelope<'_>,
         kind: Kind,
-        (raw_id, key): (Option<String>, Option<String>),
+        id: Option<RequestId>,
         child: &mut ServerChild,
     ) {
+        let raw_id = id.as_ref().map(|id| id.raw.as_str());
         let started = Instant::now();
         // Fail closed: a call that could not be recorded is not made (see `audit`).
         if let Some(why) = self.log.audit_failure() {
             tracing::error!(
                 "refused {} (id {}): {why}",
                 env.method.as_deref().unwrap_or("?"),
-                raw_id.as_deref().unwrap_or("none")
+                raw_id.unwrap_or("none")
             );
             if raw_id.is_some() {
                 self.reply(message::error_line(
-                    raw_id.as_deref(),
+                    raw_id,
                     code::INTERNAL_ERROR,
                     &format!(
                         "mcpjail refused this call because it {why}; no call goes unrecorded \
@@ -366,11 +369,11 @@ impl Router {
                 request
             }
             Err(Unjudgeable::Params(msg)) => {
-                self.answer_invalid_params(raw_id.as_deref(), &msg, kind, started);
+                self.answer_invalid_params(raw_id, &msg, kind, started);
                 return;
             }
             Err(Unjudgeable::Malformed(msg)) => {
-                self.refuse_malformed(&Malformed::Invalid(msg), raw_id.as_deref());
+                self.refuse_malformed(&Malformed::Invalid(msg), raw_id);
                 return;
             }
         };
@@ -410,13 +413,13 @@ impl Router {
             ),
             Checked::OtherResource => {
                 // Not a file: the proxy has nothing to check; the server answers.
-                self.forward_request(line, kind, started, None, (raw_id, key), child);
+                self.forward_request(line, kind, started, None, id, child);
                 return;
             }
         };
         let record = records::open(
             &self.log,
-            raw_id.as_deref(),
+            raw_id,
             kind,
             tool,
             Some(&verdict),
@@ -424,35 +427,29 @@ impl Router {
             None,
         );
         match verdict.refusal {
-            None => self.forward_request(line, kind, started, record, (raw_id, key), child),
-            Some(refusal) => self.answer_denial(
-                raw_id.as_deref(),
-                &refusal,
-                kind,
-                started,
-                record,
-                request.stateless,
-            ),
+            None => self.forward_request(line, kind, started, record, id, child),
+            Some(refusal) => {
+                self.answer_denial(raw_id, &refusal, kind, started, record, request.stateless)
+            }
         }
     }
 
-    /// Forward a judged request; one with an id (`raw_id`, and `key` for the table) waits
-    /// in `pending` for its answer.
+    /// Forward a judged request; one with an id waits in `pending` for its answer.
     pub(super) fn forward_request(
         &mut self,
         line: Bytes,
         kind: Kind,
         started: Instant,
         record: Option<CallRecord>,
-        (raw_id, key): (Option<String>, Option<String>),
+        id: Option<RequestId>,
         child: &mut ServerChild,
     ) {
         child.send(terminated(line));
-        if let (Some(raw_id), Some(key)) = (raw_id, key) {
+        if let Some(id) = id {
             self.pending.insert(
-                key,
+                id.key,
                 Pending {
-                    raw_id,
+                    raw_id: id.raw,
                     kind,
                     started,
                     record,

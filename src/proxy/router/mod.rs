@@ -66,6 +66,14 @@ struct Pending {
     replay: Option<Bytes>,
 }
 
+/// A client request's id: as the client wrote it (for answers) and as a table key
+/// ([`crate::proxy::message::id_key`]), each made once.
+#[derive(Debug)]
+struct RequestId {
+    raw: String,
+    key: String,
+}
+
 /// What one of the proxy's own requests to the server was for. (Its one request to the
 /// client, `roots/list`, is [`roots::Roots::asked`]: the two directions never share a table.)
 #[derive(Debug, PartialEq, Eq)]
