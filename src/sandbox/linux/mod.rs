@@ -579,8 +579,9 @@ fn confine_server(plan: &ChildPlan) -> std::io::Result<()> {
         Ok(Some(fd)) => {
             // Resolved now, in the child: these are the child's own pid directory's entries.
             // One the kernel does not have (`smaps_rollup` before 4.14) is skipped.
-            for (path, is_dir) in PROC_SELF_ENTRIES {
-                let entry = match sys::open_path(path) {
+            let proc_self = sys::open_path(c"/proc/self")?;
+            for (name, is_dir) in PROC_SELF_ENTRIES {
+                let entry = match sys::open_path_at(Some(proc_self.as_fd()), name) {
                     Ok(fd) => fd,
                     Err(err) if err.raw_os_error() == Some(libc::ENOENT) => continue,
                     Err(err) => return Err(err),

@@ -142,8 +142,14 @@ pub fn install_seccomp(program: &[libc::sock_filter]) -> io::Result<()> {
 
 /// `open(path, O_PATH | O_CLOEXEC)` for a NUL-terminated path. Async-signal-safe.
 pub fn open_path(path: &std::ffi::CStr) -> io::Result<OwnedFd> {
-    // SAFETY: `path` is NUL-terminated and lives for the call.
-    let fd = unsafe { libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+    open_path_at(None, path)
+}
+
+/// `open(path, O_PATH | O_CLOEXEC)` relative to `dir` (or the working directory). Async-signal-safe.
+pub fn open_path_at(dir: Option<BorrowedFd<'_>>, path: &std::ffi::CStr) -> io::Result<OwnedFd> {
+    let dir = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
+    // SAFETY: `path` is NUL-terminated and lives for the call; `dir` is open or AT_FDCWD.
+    let fd = unsafe { libc::openat(dir, path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
     if fd < 0 {
         Err(io::Error::last_os_error())
     } else {
