@@ -453,6 +453,37 @@ async fn a_signal_is_passed_on_at_once_and_the_session_ends_with_the_servers_sta
     assert_eq!(h.exit().await, 128 + libc::SIGINT);
 }
 
+/// The session polls its signal channel only when it holds something (or its sender is gone):
+/// each signal must still wake it, also one that comes after calls, when the channel was last
+/// polled turns ago.
+#[tokio::test]
+async fn each_signal_is_passed_on_when_it_comes_between_calls() {
+    let mut h = harness_with_grace(Duration::from_secs(3600));
+    let mut server = h.handshake(false).await;
+    server.answer_tools_list(read_file_tool()).await;
+    for (id, sig) in [(1, libc::SIGUSR1), (2, libc::SIGUSR2), (3, libc::SIGUSR1)] {
+        h.send(call(id, "read_file", json!({"path": h.path("a.txt")})))
+            .await;
+        assert_eq!(server.recv().await["id"], json!(id));
+        server
+            .send(json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}}))
+            .await;
+        assert_eq!(h.recv().await["id"], json!(id));
+        h.signals.send(sig).expect("session running");
+        let got = tokio::time::timeout(STEP, server.fake.signals.recv())
+            .await
+            .expect("the signal passed on in time");
+        assert_eq!(got, Some(sig), "not the signal the proxy got");
+    }
+    h.signals.send(libc::SIGTERM).expect("session running");
+    let got = tokio::time::timeout(STEP, server.fake.signals.recv())
+        .await
+        .expect("the signal passed on in time");
+    assert_eq!(got, Some(libc::SIGTERM));
+    server.killed_by(libc::SIGTERM);
+    assert_eq!(h.exit().await, 128 + libc::SIGTERM);
+}
+
 #[tokio::test]
 async fn a_server_that_ignores_repeated_signals_is_killed_on_the_third() {
     let mut h = harness_with_grace(Duration::from_secs(3600));
