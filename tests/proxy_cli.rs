@@ -54,3 +54,68 @@ fn a_mistyped_proxy_flag_is_an_error_not_a_program() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("unexpected argument '--lgo'"), "{stderr}");
 }
+
+/// `mcpjail-proxy` starts at the C `main`, without std's runtime set-up (see its source for
+/// why). Two things that set-up did matter to the proxy, and are checked here on the binary.
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+
+/// SIGPIPE is ignored: a client that closed its end of the proxy's stdout makes the proxy's
+/// write fail with EPIPE; the proxy is not killed by the signal, and still exits with the
+/// server's status. (The server reads the `initialize` before the end of its input, so it
+/// always answers, and the proxy always writes that answer to the closed pipe.)
+#[test]
+fn a_client_that_closed_the_proxys_stdout_does_not_kill_it_by_sigpipe() {
+    use std::io::Write;
+    use std::os::unix::process::ExitStatusExt;
+    let tree = Tree::new();
+    let mut child = Command::new(PROXY)
+        .args(["--pin", "off", "--", FIXTURE])
+        .arg(tree.scope())
+        .current_dir(tree.scope())
+        .env("HOME", tree.root().join("home"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(format!("{INITIALIZE}\n").as_bytes())
+        .unwrap();
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), None, "{status:?}");
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}
+
+/// A closed stderr is opened on `/dev/null` before anything else: otherwise the first file the
+/// proxy opens would take descriptor 2 and receive its diagnostics.
+#[test]
+fn a_proxy_started_with_stderr_closed_has_dev_null_there() {
+    use std::os::unix::process::CommandExt;
+    let tree = Tree::new();
+    let mut cmd = Command::new(PROXY);
+    cmd.args(["--pin", "off", "--", FIXTURE])
+        .arg(tree.scope())
+        .current_dir(tree.scope())
+        .env("HOME", tree.root().join("home"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    // SAFETY: close(2) is async-signal-safe and touches no memory.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::close(2);
+            Ok(())
+        });
+    }
+    let mut s = Session::spawn(cmd);
+    let init = s.initialize();
+    assert!(init.get("result").is_some(), "{init}");
+    // The session is running: everything the proxy opens at start-up is open now.
+    let fd2 = std::fs::read_link(format!("/proc/{}/fd/2", s.pid())).unwrap();
+    assert_eq!(fd2, std::path::Path::new("/dev/null"));
+    s.close_stdin();
+    assert_eq!(s.wait_exit(), 0);
+}

@@ -174,11 +174,16 @@ pub fn init_tracing(global: &GlobalArgs) {
 
 /// Print an error chain once, the way ripgrep does, and pick the exit status.
 pub fn report_error(program: &str, err: &anyhow::Error) -> ExitCode {
+    ExitCode::from(error_status(program, err))
+}
+
+/// [`report_error`]'s work: the chain printed, the exit status picked.
+fn error_status(program: &str, err: &anyhow::Error) -> u8 {
     // A closed stdout (e.g. piped into `head`) is not a failure.
     for cause in err.chain() {
         if let Some(io) = cause.downcast_ref::<std::io::Error>() {
             if io.kind() == std::io::ErrorKind::BrokenPipe {
-                return ExitCode::SUCCESS;
+                return 0;
             }
         }
     }
@@ -188,9 +193,9 @@ pub fn report_error(program: &str, err: &anyhow::Error) -> ExitCode {
     }
     eprintln!("{text}");
     if err.chain().any(|c| c.downcast_ref::<UserError>().is_some()) {
-        ExitCode::from(1)
+        1
     } else {
-        ExitCode::from(2)
+        2
     }
 }
 
@@ -218,12 +223,69 @@ pub fn main_mcpjail() -> ExitCode {
     }
 }
 
-/// Entry point of the `mcpjail-proxy` binary.
+/// Entry point of the `mcpjail-proxy` binary, called from its C `main` (see
+/// `src/bin/mcpjail-proxy.rs` for why it has no Rust `main`). Does first what std's runtime
+/// would have done before `main` and the proxy relies on, then runs [`main_proxy`]; never
+/// returns. A panic ends the proxy with status 101, as from a Rust `main`.
+#[cfg(unix)]
+pub fn main_proxy_from_c() -> ! {
+    open_closed_stdio();
+    // A write to a client or server that closed its pipe must fail with EPIPE (and end the
+    // session as a closed pipe does), not kill the proxy. std's `Command` still resets it in its
+    // children, and the jail's own spawn does too.
+    // SAFETY: setting a signal's disposition to "ignore" runs no code of ours.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    let status = std::panic::catch_unwind(main_proxy_status).unwrap_or(101);
+    // std's exit path (stdout flushed), as returning from a Rust `main` takes.
+    std::process::exit(i32::from(status))
+}
+
+/// A closed stdin, stdout or stderr is opened on `/dev/null`, as std's runtime does before
+/// `main`: otherwise the first file the proxy opens would take its number, and protocol
+/// messages or diagnostics meant for the client would be written into it. Aborts if
+/// `/dev/null` cannot be opened (nothing safe is left to do).
+#[cfg(unix)]
+fn open_closed_stdio() {
+    let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    });
+    // SAFETY: `fds` is a valid array of three pollfd; a zero timeout never blocks.
+    let polled = unsafe { libc::poll(fds.as_mut_ptr(), 3, 0) };
+    if polled < 0 {
+        // No answer (EINTR, EAGAIN): ask each descriptor instead.
+        for fd in &mut fds {
+            // SAFETY: F_GETFD on a number is a query only.
+            if unsafe { libc::fcntl(fd.fd, libc::F_GETFD) } < 0 {
+                fd.revents = libc::POLLNVAL;
+            }
+        }
+    }
+    for fd in fds {
+        if fd.revents & libc::POLLNVAL != 0 {
+            // SAFETY: a NUL-terminated path; the lowest free number is this closed one, since
+            // the lower ones are open (checked or reopened in order).
+            let opened = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
+            if opened != fd.fd {
+                std::process::abort();
+            }
+        }
+    }
+}
+
+/// Entry point of the `mcpjail-proxy` binary where it has a Rust `main` (see
+/// [`main_proxy_from_c`]).
 pub fn main_proxy() -> ExitCode {
+    ExitCode::from(main_proxy_status())
+}
+
+/// The `mcpjail-proxy` binary's work; its exit status.
+fn main_proxy_status() -> u8 {
     let cli = ProxyCli::parse();
     init_tracing(&cli.global);
-    match proxy::run(cli.args, &cli.global) {
-        Ok(code) => code,
-        Err(err) => report_error("mcpjail-proxy", &err),
+    match proxy::run_status(cli.args, &cli.global) {
+        Ok(status) => status,
+        Err(err) => error_status("mcpjail-proxy", &err),
     }
 }

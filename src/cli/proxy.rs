@@ -95,6 +95,11 @@ impl ValueEnum for PinMode {
 }
 
 pub fn run(args: ProxyArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
+    run_status(args, global).map(ExitCode::from)
+}
+
+/// [`run`], with the exit status as a number (for `mcpjail-proxy`'s C `main`).
+pub fn run_status(args: ProxyArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
     use anyhow::Context;
 
     let config = resolve_settings(&args, global)?;
@@ -127,7 +132,7 @@ pub fn run(args: ProxyArgs, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
     if let Some(signal) = end.signal {
         end_by_signal(signal);
     }
-    Ok(ExitCode::from(u8::try_from(end.code).unwrap_or(1)))
+    Ok(u8::try_from(end.code).unwrap_or(1))
 }
 
 /// End this process by `signal`, the way the server ended, so the client's wait reports the
@@ -229,8 +234,8 @@ pub fn resolve_settings(
             );
         }
     }
-    let pin_key = crate::proxy::pin_key(&name, &args.command, &cwd);
-    crate::proxy::pinning::check_settings(&pin_key, args.pin, home.as_deref()).map_err(|e| {
+    let pin_key = || crate::proxy::pin_key(&name, &args.command, &cwd);
+    crate::proxy::pinning::check_settings(args.pin, pin_key, home.as_deref()).map_err(|e| {
         super::UserError::new(format!("--pin block cannot work for `{name}`: {e}")).with_hint(
             "pick a plain --name (letters, digits, `-`, `_`, `.`), set XDG_STATE_HOME or HOME, \
              fix or remove the pin file, or run with --pin warn",

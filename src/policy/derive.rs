@@ -574,16 +574,28 @@ fn add_runtime(runtime: &mut Vec<PathBuf>, p: &Path, home: Option<&Path>) {
 }
 
 fn add_runtime_depth(runtime: &mut Vec<PathBuf>, p: &Path, home: Option<&Path>, depth: usize) {
-    let canonical = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let resolved = std::fs::canonicalize(p).ok();
+    let canonical = resolved.clone().unwrap_or_else(|| p.to_path_buf());
     let mut roots = Vec::new();
-    for candidate in [p.to_path_buf(), canonical.clone()] {
+    // The path as written, then the canonical one: the same path once when `p` is canonical.
+    let candidates = if canonical == p {
+        vec![canonical.clone()]
+    } else {
+        vec![p.to_path_buf(), canonical.clone()]
+    };
+    for candidate in candidates {
         roots.push(install_root(&candidate).unwrap_or_else(|| candidate.clone()));
     }
     if let Some(prefix) = interpreter_prefix(&canonical) {
         roots.push(prefix);
     }
     for root in roots {
-        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        // An ancestor of a canonical path (every root found from it) is canonical already.
+        let root = if resolved.is_some() && canonical.starts_with(&root) {
+            root
+        } else {
+            std::fs::canonicalize(&root).unwrap_or(root)
+        };
         let too_wide = root.parent().is_none() || home.is_some_and(|h| h.starts_with(&root));
         let root = if too_wide { canonical.clone() } else { root };
         if !runtime.iter().any(|r| root.starts_with(r)) {

@@ -52,12 +52,17 @@ pub struct Pinning {
 /// as a file name, the state directory known, an existing pin file readable): a user who asked
 /// for blocking gets an error before the server starts, not a session without protection. In
 /// the default warn mode the same problems are reported once during the session instead, so a
-/// damaged pin file never keeps a server from starting.
-pub fn check_settings(key: &PinKey, mode: PinMode, home: Option<&Path>) -> Result<(), PinError> {
+/// damaged pin file never keeps a server from starting. `key` is only worked out for `block`:
+/// the server's identity and its SHA-256 are otherwise not needed before the server starts.
+pub fn check_settings(
+    mode: PinMode,
+    key: impl FnOnce() -> PinKey,
+    home: Option<&Path>,
+) -> Result<(), PinError> {
     if mode != PinMode::Block {
         return Ok(());
     }
-    PinStore::load_keyed(key, home).map(|_| ())
+    PinStore::load_keyed(&key(), home).map(|_| ())
 }
 
 impl Pinning {

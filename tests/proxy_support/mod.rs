@@ -127,7 +127,8 @@ impl Session {
         let mut child = cmd.spawn().expect("start the proxy");
         let stdin = child.stdin.take();
         let out = child.stdout.take().unwrap();
-        let err = child.stderr.take().unwrap();
+        // Not piped only where a test starts the proxy with its stderr closed.
+        let err = child.stderr.take();
         let (tx, stdout) = mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(out).lines() {
@@ -140,14 +141,16 @@ impl Session {
         let stderr = Arc::new(Mutex::new(Vec::new()));
         let (etx, stderr_rx) = mpsc::channel();
         let sink = stderr.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines() {
-                let Ok(line) = line else { break };
-                eprintln!("[proxy stderr] {line}");
-                sink.lock().unwrap().push(line.clone());
-                let _ = etx.send(line);
-            }
-        });
+        if let Some(err) = err {
+            std::thread::spawn(move || {
+                for line in BufReader::new(err).lines() {
+                    let Ok(line) = line else { break };
+                    eprintln!("[proxy stderr] {line}");
+                    sink.lock().unwrap().push(line.clone());
+                    let _ = etx.send(line);
+                }
+            });
+        }
         Session {
             child,
             stdin,
