@@ -260,8 +260,9 @@ fn replace_lone_surrogates(text: &str) -> Cow<'_, str> {
 }
 
 /// A request id normalised for map lookups: the id re-serialised from its parsed value, so
-/// `"a"` and `"\u0061"` (which a server may echo back either way) match.
-pub fn id_key(id: RawJson<'_>) -> String {
+/// `"a"` and `"\u0061"` (which a server may echo back either way) match. Borrowed from the
+/// line where its raw text already is that form (nearly always): a lookup allocates nothing.
+pub fn id_key(id: RawJson<'_>) -> Cow<'_, str> {
     // Every call has two ids to key (the request's and the answer's), and nearly all are small
     // integers or plain strings, whose raw text already is the canonical form: a JSON string
     // without a backslash has nothing to unescape, and digits without a leading zero print as
@@ -277,11 +278,11 @@ pub fn id_key(id: RawJson<'_>) -> String {
         None => digits(raw),
     };
     if plain_string || (raw.len() <= 18 && integer) {
-        return raw.to_string();
+        return Cow::Borrowed(raw);
     }
     match serde_json::from_str::<Value>(raw) {
-        Ok(v) => v.to_string(),
-        Err(_) => id.get().to_string(),
+        Ok(v) => Cow::Owned(v.to_string()),
+        Err(_) => Cow::Borrowed(raw),
     }
 }
 

@@ -130,18 +130,19 @@ impl Router {
                 return;
             }
         };
-        let raw_id = env.id.map(|id| id.get().to_string());
+        let raw_id = env.id.map(|id| id.get());
         let Some(method) = env.method.as_deref() else {
             // A response to a server→client request (roots/list, sampling, elicitation).
             if env.id.is_none() || (env.result.is_none() && env.error.is_none()) {
                 self.refuse_malformed(
                     &Malformed::Invalid("a message without a method must be a response".into()),
-                    raw_id.as_deref(),
+                    raw_id,
                 );
                 return;
             }
             let key = env.id.map(message::id_key).unwrap_or_default();
-            if self.roots.asked.as_deref() == Some(key.as_str()) {
+            let key: &str = &key;
+            if self.roots.asked.as_deref() == Some(key) {
                 // The answer to the proxy's own roots/list (which only the client was sent).
                 self.roots.asked = None;
                 let outcome = match (env.result, env.error) {
@@ -158,18 +159,18 @@ impl Router {
                 self.roots.answer_next_ask = self.roots.last_result.is_some();
                 return;
             }
-            match self.server_requests.remove(&key) {
+            match self.server_requests.remove(key) {
                 Some(is_roots) => {
                     child.send(terminated(line.clone()));
                     if is_roots {
                         self.on_roots_answer(env.result.map(|r| r.get()), child);
                     }
                 }
-                None if self.stale_server_requests.remove(&key) => {
+                None if self.stale_server_requests.remove(key) => {
                     tracing::debug!("the client answered a request of a replaced server: dropped");
                 }
                 None => {
-                    let id = integrity::shown_id(raw_id.as_deref().unwrap_or("null"));
+                    let id = integrity::shown_id(raw_id.unwrap_or("null"));
                     self.violations.report(
                         &mut self.log,
                         Side::Client,
@@ -209,7 +210,7 @@ impl Router {
                 ))
             };
             if let Some(why) = refused {
-                self.refuse_malformed(&Malformed::Invalid(why), raw_id.as_deref());
+                self.refuse_malformed(&Malformed::Invalid(why), raw_id);
                 return;
             }
             if self.pending.len() >= integrity::MAX_PENDING {
@@ -220,7 +221,7 @@ impl Router {
                 );
                 tracing::warn!("{msg}");
                 self.reply(message::error_line(
-                    raw_id.as_deref(),
+                    raw_id,
                     code::INTERNAL_ERROR,
                     &msg,
                     None,
@@ -229,7 +230,7 @@ impl Router {
             }
         }
         // Past the checks above a request's id has its key: both move into its pending entry.
-        let id = raw_id.zip(key).map(|(raw, key)| RequestId { raw, key });
+        let id = raw_id.zip(key).map(|(raw, key)| RequestId::new(raw, key));
         let kind = match method {
             "initialize" => Kind::Initialize,
             "server/discover" => Kind::Discover,
@@ -336,7 +337,7 @@ impl Router {
         id: Option<RequestId>,
         child: &mut ServerChild,
     ) {
-        let raw_id = id.as_ref().map(|id| id.raw.as_str());
+        let raw_id = id.as_ref().map(RequestId::raw);
         let started = Instant::now();
         // Fail closed: a call that could not be recorded is not made (see `audit`).
         if let Some(why) = self.log.audit_failure() {

@@ -15,12 +15,12 @@ impl Router {
     /// Answer every request the server has not answered with an internal error (oldest first)
     /// and log each as `outcome`: the server that owed the answers is gone.
     pub(super) fn fail_pending(&mut self, outcome: Outcome, msg: &str, data: Option<Value>) {
-        let mut pending: Vec<Pending> = self.pending.drain().map(|(_, p)| p).collect();
-        pending.sort_by_key(|p| p.started);
-        for p in pending {
+        let mut pending: Vec<(String, Pending)> = self.pending.drain().collect();
+        pending.sort_by_key(|(_, p)| p.started);
+        for (key, p) in pending {
             records::close(&mut self.log, p.record, p.started, outcome, None, None);
             self.reply(message::error_line(
-                Some(&p.raw_id),
+                Some(p.raw_id.as_deref().unwrap_or(&key)),
                 code::INTERNAL_ERROR,
                 msg,
                 data.clone(),

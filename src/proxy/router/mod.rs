@@ -57,7 +57,9 @@ pub(crate) enum Kind {
 /// A client request forwarded to the server and not answered yet.
 #[derive(Debug)]
 struct Pending {
-    raw_id: String,
+    /// The id as the client wrote it, where that differs from its key in the table (`None`:
+    /// the key is the id as written, as it nearly always is).
+    raw_id: Option<String>,
     kind: Kind,
     started: Instant,
     record: Option<CallRecord>,
@@ -66,12 +68,26 @@ struct Pending {
     replay: Option<Bytes>,
 }
 
-/// A client request's id: as the client wrote it (for answers) and as a table key
-/// ([`crate::proxy::message::id_key`]), each made once.
+/// A client request's id: as a table key ([`crate::proxy::message::id_key`]) and, where it
+/// differs, as the client wrote it (for answers); each made once.
 #[derive(Debug)]
 struct RequestId {
-    raw: String,
+    raw: Option<String>,
     key: String,
+}
+
+impl RequestId {
+    fn new(raw: &str, key: std::borrow::Cow<'_, str>) -> RequestId {
+        RequestId {
+            raw: (key != raw).then(|| raw.to_string()),
+            key: key.into_owned(),
+        }
+    }
+
+    /// The id as the client wrote it.
+    fn raw(&self) -> &str {
+        self.raw.as_deref().unwrap_or(&self.key)
+    }
 }
 
 /// What one of the proxy's own requests to the server was for. (Its one request to the

@@ -64,7 +64,7 @@ impl Router {
                     );
                     if st.cut {
                         self.reply(message::error_line(
-                            Some(&p.raw_id),
+                            Some(p.raw_id.as_deref().unwrap_or(&st.key)),
                             code::INTERNAL_ERROR,
                             "mcpjail cut off the server's answer: it was not a well-formed \
                              JSON-RPC response (a second `id` or a `method` key)",
@@ -127,7 +127,7 @@ impl Router {
             return;
         };
         let key = message::id_key(id);
-        if let Some(own) = self.own_to_server.remove(&key) {
+        if let Some(own) = self.own_to_server.remove(&*key) {
             match own {
                 Own::ToolsList => self.on_own_tools_page(env.result.map(|r| r.get()), child),
                 Own::ReplayInit => {
@@ -147,7 +147,7 @@ impl Router {
             }
             return;
         }
-        let Some(p) = self.pending.remove(&key) else {
+        let Some(p) = self.pending.remove(&*key) else {
             if let Some(i) = self.cancelled.iter().position(|k| *k == key) {
                 // Cancelled by the client: the answer is too late to matter (clients ignore
                 // it too).
@@ -237,7 +237,7 @@ impl Router {
             return false;
         }
         let key = message::id_key(id);
-        if self.server_requests.contains_key(&key) || self.roots.asked.as_ref() == Some(&key) {
+        if self.server_requests.contains_key(&*key) || self.roots.asked.as_deref() == Some(&*key) {
             self.violations.report(
                 &mut self.log,
                 Side::Server,
@@ -265,8 +265,8 @@ impl Router {
             )));
             return false;
         }
-        self.stale_server_requests.remove(&key);
-        self.server_requests.insert(key, is_roots);
+        self.stale_server_requests.remove(&*key);
+        self.server_requests.insert(key.into_owned(), is_roots);
         true
     }
 

@@ -105,6 +105,25 @@ impl Harness {
         w.write_all(&line).await.expect("write to the proxy");
     }
 
+    /// One line exactly as given (a newline added).
+    pub async fn send_line(&mut self, line: &str) {
+        let w = self.to_proxy.as_mut().expect("client stdin open");
+        w.write_all(format!("{line}\n").as_bytes())
+            .await
+            .expect("write to the proxy");
+    }
+
+    /// The next line the proxy writes to the client, as written.
+    pub async fn recv_line(&mut self) -> String {
+        let mut line = String::new();
+        let n = tokio::time::timeout(STEP, self.from_proxy.read_line(&mut line))
+            .await
+            .expect("a line from the proxy in time")
+            .expect("read from the proxy");
+        assert!(n > 0, "a line from the proxy, not the end");
+        line
+    }
+
     /// Several messages in one write, as clients send `initialized` and their first request.
     pub async fn send_together(&mut self, msgs: &[Value]) {
         let mut lines = Vec::new();
@@ -378,6 +397,28 @@ async fn a_server_that_dies_mid_call_gets_the_call_answered_and_its_status_is_ou
     let r = h.recv().await;
     assert_eq!(r["id"], json!(1));
     assert_eq!(r["error"]["code"], json!(-32603), "{r}");
+    h.close();
+    assert_eq!(h.exit().await, 7);
+}
+
+/// The proxy's own answer carries the request's id as the client wrote it, escapes and all,
+/// though the pending table keys it by its normal form (`"\u0061"` is `"a"` there).
+#[tokio::test]
+async fn a_call_whose_id_has_an_escape_is_failed_with_that_id_as_written() {
+    let mut h = Harness::start();
+    let mut server = h.handshake(false).await;
+    server.answer_tools_list(read_file_tool()).await;
+    let params = json!({"name": "read_file", "arguments": {"path": h.path("a.txt")}});
+    h.send_line(&format!(
+        r#"{{"jsonrpc":"2.0","id":"\u0061","method":"tools/call","params":{params}}}"#
+    ))
+    .await;
+    let forwarded = server.recv().await;
+    assert_eq!(forwarded["id"], json!("a"), "{forwarded}");
+    server.exit(7);
+    let line = h.recv_line().await;
+    assert!(line.contains(r#""id":"\u0061""#), "{line}");
+    assert!(line.contains("-32603"), "{line}");
     h.close();
     assert_eq!(h.exit().await, 7);
 }
