@@ -542,7 +542,7 @@ fn scan(tool: Option<&ToolInfo>, args: &Value) -> (Vec<PathArgument>, Option<Arg
     let mut found: Vec<PathArgument> = Vec::new();
     let mut seen: HashSet<(String, String)> = HashSet::new();
     // (pointer segments, value, how an enclosing array was schema-marked)
-    let mut stack: Vec<(Vec<String>, &Value, Mark)> = vec![(Vec::new(), args, Mark::None)];
+    let mut stack: Vec<(Vec<Segment<'_>>, &Value, Mark)> = vec![(Vec::new(), args, Mark::None)];
     let mut nodes = 0usize;
 
     while let Some((segments, value, inherited)) = stack.pop() {
@@ -622,14 +622,14 @@ fn scan(tool: Option<&ToolInfo>, args: &Value) -> (Vec<PathArgument>, Option<Arg
             Value::Array(items) => {
                 for (i, item) in items.iter().enumerate().rev() {
                     let mut child = segments.clone();
-                    child.push(i.to_string());
+                    child.push(Segment::Index(i));
                     stack.push((child, item, marked));
                 }
             }
             Value::Object(map) => {
                 for (k, v) in map.iter().rev() {
                     let mut child = segments.clone();
-                    child.push(k.clone());
+                    child.push(Segment::Key(k));
                     // A marked array of objects does not mark the objects' fields.
                     stack.push((child, v, Mark::None));
                 }
@@ -742,16 +742,41 @@ pub fn looks_like_path(s: &str) -> bool {
 /// Segment-wise match of a schema pattern (a JSON pointer, escaped, `*` = any segment) against
 /// unescaped segments. Runs for every pattern at every value of every call, so it compares in
 /// place instead of escaping each segment into a new string.
-fn pattern_matches(pattern: &str, segments: &[String]) -> bool {
+fn pattern_matches(pattern: &str, segments: &[Segment<'_>]) -> bool {
     let mut parts = pattern.split('/').skip(1);
     for segment in segments {
-        match parts.next() {
-            Some("*") => {}
-            Some(escaped) if escaped_equals(escaped, segment) => {}
+        match (parts.next(), segment) {
+            (Some("*"), _) => {}
+            (Some(escaped), Segment::Key(key)) if escaped_equals(escaped, key) => {}
+            (Some(escaped), Segment::Index(i)) if index_equals(escaped, *i) => {}
             _ => return false,
         }
     }
     parts.next().is_none()
+}
+
+/// One step into a call's arguments: an object's key (borrowed from the arguments) or an
+/// array's index. Kept apart, not as text, so that walking the arguments copies no key.
+#[derive(Debug, Clone, Copy)]
+enum Segment<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// `escaped == index.to_string()`, without building the string.
+fn index_equals(escaped: &str, index: usize) -> bool {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    let mut n = index;
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    escaped.as_bytes() == &digits[start..]
 }
 
 /// `escaped == escape_pointer(segment)`, without building the escaped copy.
@@ -770,11 +795,14 @@ fn escaped_equals(escaped: &str, segment: &str) -> bool {
     e.next().is_none()
 }
 
-fn join_pointer(segments: &[String]) -> String {
+fn join_pointer(segments: &[Segment<'_>]) -> String {
     let mut out = String::new();
-    for s in segments {
+    for segment in segments {
         out.push('/');
-        out.push_str(&escape_pointer(s));
+        match segment {
+            Segment::Key(key) => out.push_str(&escape_pointer(key)),
+            Segment::Index(i) => out.push_str(&i.to_string()),
+        }
     }
     out
 }
@@ -783,6 +811,21 @@ fn join_pointer(segments: &[String]) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    proptest::proptest! {
+        /// An array index in a pattern is compared as `to_string` writes it.
+        #[test]
+        fn index_equals_is_equality_with_the_written_index(
+            index in proptest::prop_oneof![0usize..200, proptest::num::usize::ANY],
+            other in "[0-9]{0,21}",
+        ) {
+            let written = index.to_string();
+            proptest::prop_assert!(index_equals(&written, index));
+            proptest::prop_assert_eq!(index_equals(&other, index), other == written);
+            let padded = format!("0{}", written);
+            proptest::prop_assert!(!index_equals(&padded, index));
+        }
+    }
 
     fn info(schema: Value) -> ToolInfo {
         ToolInfo::from_tool(&json!({"name": "t", "inputSchema": schema})).unwrap()
