@@ -225,8 +225,9 @@ pub fn main_mcpjail() -> ExitCode {
 
 /// Entry point of the `mcpjail-proxy` binary, called from its C `main` (see
 /// `src/bin/mcpjail-proxy.rs` for why it has no Rust `main`). Does first what std's runtime
-/// would have done before `main` and the proxy relies on, then runs [`main_proxy`]; never
-/// returns. A panic ends the proxy with status 101, as from a Rust `main`.
+/// would have done before `main` and the proxy relies on, then the proxy's work (as
+/// [`main_proxy`] does); never returns. A panic ends the proxy with status 101, as from a Rust
+/// `main`.
 #[cfg(unix)]
 pub fn main_proxy_from_c() -> ! {
     open_closed_stdio();
