@@ -814,55 +814,78 @@ for line in status.splitlines():
 out["nofile"] = str(resource.getrlimit(resource.RLIMIT_NOFILE)[1])
 out["fsize"] = str(resource.getrlimit(resource.RLIMIT_FSIZE)[1])
 out["core"] = str(resource.getrlimit(resource.RLIMIT_CORE)[1])
-# Jailed, the session is led by the process the proxy spawned, which lies outside the server's
-# PID namespace (so getsid reads 0 there): either way, never the caller's session.
-out["callers_session"] = str(os.getsid(0) == int(sys.argv[1]))
+# Process group, session and controlling terminal as the host sees them: the jail keeps the
+# host's /proc, where getpgrp and getsid inside the server's PID namespace read 0.
+stat = read("/proc/self/stat")
+fields = stat[stat.rindex(")") + 2:].split()
+out["pgrp"], out["session"], out["tty_nr"] = fields[2], fields[3], fields[4]
 "#;
 
-/// Set in the re-run below: this process leads a session of its own.
+/// Set in the re-run below: this process leads a session of its own, with a terminal.
 const OWN_SESSION: &str = "MCPJAIL_TEST_OWN_SESSION";
 
+/// `(pgrp, session, tty_nr)` of this process, from the same `/proc` the probe reads.
+fn own_group_session_tty() -> (String, String, String) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..]
+        .split_whitespace()
+        .collect();
+    (fields[2].into(), fields[3].into(), fields[4].into())
+}
+
 #[tokio::test]
-async fn the_server_runs_without_capabilities_in_its_own_session_with_lowered_limits() {
-    // In a container the test's session leader can sit outside its PID namespace, where getsid
-    // reads 0 — the value a jailed server reads too, so the comparison would show nothing. The
-    // test runs again as the leader of a new session (setsid(1)), whose id every process in this
-    // namespace sees.
+async fn the_server_runs_without_capabilities_or_a_terminal_in_its_own_group_with_lowered_limits() {
+    // In a container the test's session leader can sit outside its PID namespace, where its
+    // session reads 0, and the test may have no terminal. The test runs again as the leader of
+    // a new session whose controlling terminal is a fresh pty (setsid(1) -c on it), so the
+    // caller's group, session and terminal are all its own and visible.
     if std::env::var_os(OWN_SESSION).is_none() {
+        let mut master: libc::c_int = -1;
+        let mut slave: libc::c_int = -1;
+        // SAFETY: both out-pointers are valid; name, termios and winsize may be NULL.
+        let rc = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+        // SAFETY: openpty just returned both descriptors; nobody else owns them.
+        let (master, slave) =
+            unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        let tty = std::fs::read_link(format!("/proc/self/fd/{}", slave.as_raw_fd())).unwrap();
         let v = rerun::rerun(
-            "exec setsid \"$0\" \"$@\"",
-            "the_server_runs_without_capabilities_in_its_own_session_with_lowered_limits",
+            &format!("exec setsid -c \"$0\" \"$@\" <{}", tty.display()),
+            "the_server_runs_without_capabilities_or_a_terminal_in_its_own_group_with_lowered_limits",
             &[(OWN_SESSION, OsStr::new("1"))],
             "SESSION-RESULT ",
         );
+        drop((master, slave));
         assert_eq!(v, serde_json::json!("checked"));
         return;
     }
+    let (pgrp, sid, tty) = own_group_session_tty();
+    assert_ne!(tty, "0", "the re-run has a controlling terminal");
     let w = world();
-    // SAFETY: getsid takes an integer only.
-    let sid = unsafe { libc::getsid(0) }.to_string();
-    let control = probe(
-        &w,
-        How::Control,
-        LIMITS_PROBE,
-        std::slice::from_ref(&sid),
-        None,
-    )
-    .await;
-    assert_eq!(get(&control, "callers_session"), "True");
+    let control = probe(&w, How::Control, LIMITS_PROBE, &[], None).await;
+    assert_eq!(
+        (
+            get(&control, "pgrp"),
+            get(&control, "session"),
+            get(&control, "tty_nr")
+        ),
+        (pgrp.as_str(), sid.as_str(), tty.as_str()),
+        "control: the caller's group, session and terminal"
+    );
     assert_ne!(
         get(&control, "CapEff"),
         "0000000000000000",
         "root's control"
     );
-    let jailed = probe(
-        &w,
-        How::Jailed,
-        LIMITS_PROBE,
-        std::slice::from_ref(&sid),
-        None,
-    )
-    .await;
+    let (jailed, report) = probe_with_report(&w, How::Jailed, LIMITS_PROBE, &[], None).await;
     for key in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
         assert_eq!(get(&jailed, key), "0000000000000000", "{key}");
     }
@@ -870,7 +893,21 @@ async fn the_server_runs_without_capabilities_in_its_own_session_with_lowered_li
     assert!(get(&jailed, "nofile").parse::<u64>().unwrap() <= 4096);
     assert_eq!(get(&jailed, "fsize"), (4u64 << 30).to_string());
     assert_eq!(get(&jailed, "core"), "0");
-    assert_eq!(get(&jailed, "callers_session"), "False");
+    assert_eq!(
+        get(&jailed, "tty_nr"),
+        "0",
+        "the controlling terminal was given up"
+    );
+    assert_ne!(get(&jailed, "pgrp"), pgrp, "a process group of its own");
+    // Under the PID namespace the server stays in the caller's session: a session of its own
+    // would put it in a scheduler autogroup of its own (the cost is in the README's benches).
+    assert!(
+        report
+            .lines()
+            .any(|l| l.trim_start().starts_with("process_tree") && l.contains("fully enforced")),
+        "{report}"
+    );
+    assert_eq!(get(&jailed, "session"), sid, "the caller's session");
     println!("SESSION-RESULT \"checked\"");
 }
 

@@ -42,6 +42,52 @@ fn proxy_in_userns(tree: &Tree, refuse: bool, extra: &[&str]) -> Session {
     Session::spawn(c)
 }
 
+/// `(pgrp, session)` of `pid`, from `/proc/<pid>/stat` (counted from the last `)`: the command
+/// name may hold anything).
+fn group_and_session(pid: u32) -> (u32, u32) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let f: Vec<u32> = stat[stat.rfind(')').unwrap() + 2..]
+        .split_whitespace()
+        .skip(2)
+        .take(2)
+        .map(|v| v.parse().unwrap())
+        .collect();
+    (f[0], f[1])
+}
+
+/// The pid of the fixture server running below `proxy` (directly, or under the PID
+/// namespace's shim and init).
+fn server_below(proxy: u32) -> u32 {
+    let fixture = std::fs::canonicalize(FIXTURE).unwrap();
+    let mut parents = vec![proxy];
+    while let Some(parent) = parents.pop() {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+                continue;
+            };
+            let ppid = status
+                .lines()
+                .find_map(|l| l.strip_prefix("PPid:"))
+                .and_then(|v| v.trim().parse::<u32>().ok());
+            if ppid != Some(parent) {
+                continue;
+            }
+            if std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|e| e == fixture) {
+                return pid;
+            }
+            parents.push(pid);
+        }
+    }
+    panic!("no fixture server below the proxy ({proxy})");
+}
+
 fn echo_works(s: &mut Session) {
     s.initialize();
     let r = s.call("echo", json!({"text": "through"}));
@@ -56,6 +102,14 @@ fn a_kernel_that_refuses_namespaces_gets_the_probed_jail_and_the_server_still_st
     let tree = Tree::new();
     let mut s = proxy_in_userns(&tree, true, &[]);
     echo_works(&mut s);
+    // Without a PID namespace to hold its descendants, the server leads a session of its own,
+    // by which the proxy finds and ends everything it starts.
+    let server = server_below(s.pid());
+    assert_eq!(
+        group_and_session(server),
+        (server, server),
+        "the server leads its own session"
+    );
     s.close_stdin();
     assert_eq!(s.wait_exit(), 0);
     let log = s.stderr_closed();
@@ -82,6 +136,12 @@ fn control_where_namespaces_work_the_assumption_holds_and_nothing_is_probed_agai
     let tree = Tree::new();
     let mut s = proxy_in_userns(&tree, false, &[]);
     echo_works(&mut s);
+    // With one, the server stays in the proxy's session, in a process group of its own.
+    let server = server_below(s.pid());
+    let (proxy_group, proxy_session) = group_and_session(s.pid());
+    let (group, session) = group_and_session(server);
+    assert_eq!(session, proxy_session, "the proxy's session");
+    assert_ne!(group, proxy_group, "a process group of its own");
     s.close_stdin();
     assert_eq!(s.wait_exit(), 0);
     let log = s.stderr_closed();

@@ -50,6 +50,18 @@ impl Process {
         }
     }
 
+    /// Whether the process has been reaped: its pid may then name another process.
+    fn reaped(&self) -> bool {
+        match self {
+            // tokio forgets the pid once the child has been waited for.
+            Process::Os(child) => child.id().is_none(),
+            #[cfg(target_os = "linux")]
+            Process::Pidfd(child) => child.status.is_some(),
+            #[cfg(test)]
+            Process::Fake(_) => false,
+        }
+    }
+
     /// SIGKILL, without waiting.
     pub fn start_kill(&mut self) -> std::io::Result<()> {
         match self {
@@ -172,9 +184,9 @@ pub struct ServerChild {
     /// The jail this server runs in. Kept as long as the server: it owns the private TMPDIR,
     /// which is removed when it drops (after the server is reaped, as fields drop in order).
     pub jail: Option<crate::sandbox::PreparedJail>,
-    /// The session the server leads (a jailed server is started in its own): everything it
-    /// starts stays in it, and is signalled with it.
-    session: Option<u32>,
+    /// How everything the server starts is reached (a jailed server leads a process group or
+    /// a session): signalled with it, and ended with it.
+    group: Option<crate::sandbox::ServerGroup>,
     /// The server's stderr, copied to ours (none for a fake server).
     stderr: Option<Arc<StderrCopy>>,
     /// The task that copies it as it arrives (ends at the pipe's EOF).
@@ -309,7 +321,7 @@ impl ServerChild {
         W: tokio::io::AsyncWrite + std::os::fd::AsFd + Unpin + Send + 'static,
     {
         // Asked now, while the server cannot have exited unreaped: its pid is still its own.
-        let session = crate::sandbox::led_session(pid);
+        let group = crate::sandbox::server_group(pid);
         let stderr = Arc::new(StderrCopy::new(pipe::Receiver::from_owned_fd(stderr)?));
         let stderr_task = tokio::spawn(copy_stderr(stderr.clone()));
         // tokio's pipe is non-blocking; the duplicate shares that. It closes with the outbox,
@@ -325,7 +337,7 @@ impl ServerChild {
             stdout_eof: false,
             status: None,
             jail: None,
-            session,
+            group,
             stderr: Some(stderr),
             stderr_task: Some(stderr_task),
             #[cfg(test)]
@@ -352,7 +364,7 @@ impl ServerChild {
             stdout_eof: false,
             status: None,
             jail: None,
-            session: None,
+            group: None,
             stderr: None,
             stderr_task: None,
             signals: Some(sig_tx),
@@ -404,27 +416,25 @@ impl ServerChild {
         self.stdin = None;
     }
 
-    /// SIGTERM, politely, to the server and everything in its session (the next step is
-    /// SIGKILL via `start_kill`; what is left of the session gets SIGKILL when this drops).
+    /// SIGTERM, politely, to the server and everything in its group (the next step is SIGKILL
+    /// via `start_kill`; what is left of it gets SIGKILL when this drops).
     pub fn terminate(&self) {
         self.signal(libc::SIGTERM);
     }
 
-    /// SIGKILL to the server and everything in its session.
+    /// SIGKILL to the server and everything in its group.
     pub fn kill(&mut self) {
         self.signal(libc::SIGKILL);
         let _ = self.process.start_kill();
     }
 
-    /// Send `sig` to the server and everything in its session.
+    /// Send `sig` to the server and everything in its group.
     pub fn signal(&self, sig: i32) {
         #[cfg(test)]
         if let Some(tx) = &self.signals {
             let _ = tx.send(sig);
         }
-        if let Some(sid) = self.session {
-            crate::sandbox::signal_session(sid, sig);
-        }
+        self.signal_group(sig);
         #[cfg(unix)]
         if self.status.is_none() && self.pid > 0 {
             if let (Ok(pid), Ok(sig)) = (
@@ -433,6 +443,20 @@ impl ServerChild {
             ) {
                 let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
             }
+        }
+    }
+}
+
+impl ServerChild {
+    /// Send `sig` to everything in the server's group; how many processes of a session got
+    /// it (a process group does not say: 0).
+    fn signal_group(&self, sig: i32) -> usize {
+        match self.group {
+            // The group's id is the spawned process's pid, held only until it is reaped; by
+            // then the PID namespace has ended everything in the group.
+            Some(crate::sandbox::ServerGroup::ProcessGroup(_)) if self.process.reaped() => 0,
+            Some(group) => group.signal(sig),
+            None => 0,
         }
     }
 }
@@ -448,14 +472,9 @@ impl Drop for ServerChild {
         if self.status.is_some() && self.jail.as_ref().is_some_and(pid_namespace_enforced) {
             return;
         }
-        if let Some(sid) = self.session {
-            let n = crate::sandbox::signal_session(sid, libc::SIGKILL);
-            if n > 0 {
-                tracing::info!(
-                    session = sid,
-                    "killed {n} process(es) left in the server's session"
-                );
-            }
+        let n = self.signal_group(libc::SIGKILL);
+        if n > 0 {
+            tracing::info!("killed {n} process(es) left in the server's session");
         }
     }
 }

@@ -665,30 +665,51 @@ fn platform_jail(
     ))
 }
 
-/// The session a spawned server leads, if the jail made it a session leader (Linux): the
-/// proxy ends every process in it with [`signal_session`].
-pub fn led_session(pid: u32) -> Option<u32> {
+/// How the proxy reaches everything a jailed server starts, to pass a signal on or to end it
+/// (Linux).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerGroup {
+    /// Under a PID namespace: the process the proxy spawned leads a process group in the
+    /// proxy's session, which one `kill(-pgid)` reaches while that process is unreaped (its pid
+    /// is the group's id until then). A descendant that moved to another group misses a
+    /// passed-on signal but not its end: the namespace's end kills it.
+    ProcessGroup(u32),
+    /// Without one: the server leads a session of its own, which no descendant can leave
+    /// (seccomp refuses `setsid`); its members are found in `/proc`.
+    Session(u32),
+}
+
+impl ServerGroup {
+    /// Send `signal` to everything in the group; how many processes of a session got it (a
+    /// process group does not say: 0). A process group only while the spawned process is
+    /// unreaped.
+    pub fn signal(self, signal: i32) -> usize {
+        #[cfg(target_os = "linux")]
+        match self {
+            ServerGroup::Session(sid) => linux::signal_session(sid, signal),
+            ServerGroup::ProcessGroup(pgid) => {
+                linux::signal_process_group(pgid, signal);
+                0
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = signal;
+            0
+        }
+    }
+}
+
+/// What the jail made of the process `pid` it spawned, if it jailed it (Linux).
+pub fn server_group(pid: u32) -> Option<ServerGroup> {
     #[cfg(target_os = "linux")]
     {
-        linux::led_session(pid)
+        linux::server_group(pid)
     }
     #[cfg(not(target_os = "linux"))]
     {
         let _ = pid;
         None
-    }
-}
-
-/// Send `signal` to every process in session `sid`; how many were signalled.
-pub fn signal_session(sid: u32, signal: i32) -> usize {
-    #[cfg(target_os = "linux")]
-    {
-        linux::signal_session(sid, signal)
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = (sid, signal);
-        0
     }
 }
 

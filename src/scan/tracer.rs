@@ -487,8 +487,9 @@ mod imp {
     );
 
     fn end_child(pid: u32, child: &mut Child) {
-        if let Some(sid) = crate::sandbox::led_session(pid) {
-            crate::sandbox::signal_session(sid, libc::SIGKILL);
+        // Before the child is reaped, while a process group's id is still its pid.
+        if let Some(group) = crate::sandbox::server_group(pid) {
+            group.signal(libc::SIGKILL);
         }
         let _ = child.kill();
         let _ = child.wait();

@@ -1,5 +1,5 @@
-//! Linux enforcement, applied in the child right before `exec`: its own session (no controlling
-//! terminal, no terminal on stdio), masks and read-only mounts outside the write grants in a
+//! Linux enforcement, applied in the child right before `exec`: its own process group (no
+//! controlling terminal, no terminal on stdio), masks and read-only mounts outside the write grants in a
 //! private mount namespace, resource limits, no_new_privs, every capability dropped, Landlock,
 //! seccomp, and every descriptor above 2 closed at `exec`.
 //!
@@ -176,17 +176,7 @@ impl LinuxJail {
             } else {
                 Enforcement::Partially
             },
-            detail: if seccomp.is_some() {
-                "own session, no controlling terminal, stdio never a terminal, descriptors above \
-                 2 closed at exec; every process of the session is killed when the server ends \
-                 (setsid denied to it); the server gets SIGKILL if the proxy dies (its descendants: see process_tree)"
-                    .into()
-            } else {
-                "own session, no controlling terminal, descriptors above 2 closed at exec; \
-                 without seccomp a descendant can setsid() out of the session and outlive it, \
-                 and TIOCSTI is not filtered"
-                    .into()
-            },
+            detail: session_detail(seccomp.is_some(), pid_ns.is_ok()).into(),
         });
         report.push(pidns::layer(&pid_ns));
         let refusal = match assume_namespaces && !masks.is_empty() {
@@ -468,7 +458,39 @@ struct ChildPlan {
     parent: libc::pid_t,
 }
 
+/// The `session` layer's detail: with a PID namespace, the server keeps the caller's session
+/// (see [`child_confine`]); without one, its own session is how its descendants are found.
+fn session_detail(seccomp: bool, pid_ns: bool) -> &'static str {
+    match (seccomp, pid_ns) {
+        (true, true) => {
+            "own process group in the caller's session (not a session of its own, which would \
+             give it a scheduler autogroup of its own), no controlling terminal (given up with \
+             TIOCNOTTY; setsid denied, so none can be taken again), stdio never a terminal, \
+             descriptors above 2 closed at exec; the server's group is signalled with it and \
+             ended with its PID namespace; the server gets SIGKILL if the proxy dies (its \
+             descendants: see process_tree)"
+        }
+        (false, true) => {
+            "own process group in the caller's session, no controlling terminal, descriptors \
+             above 2 closed at exec; without seccomp a descendant can setsid() and take a \
+             terminal it can open, and TIOCSTI is not filtered"
+        }
+        (true, false) => {
+            "own session, no controlling terminal, stdio never a terminal, descriptors above 2 \
+             closed at exec; every process of the session is killed when the server ends \
+             (setsid denied to it); the server gets SIGKILL if the proxy dies (its \
+             descendants: see process_tree)"
+        }
+        (false, false) => {
+            "own session, no controlling terminal, descriptors above 2 closed at exec; without \
+             seccomp a descendant can setsid() out of the session and outlive it, and TIOCSTI \
+             is not filtered"
+        }
+    }
+}
+
 const DEV_NULL: &CStr = c"/dev/null";
+const DEV_TTY: &CStr = c"/dev/tty";
 
 /// Runs in the child between fork and exec. Async-signal-safe only.
 ///
@@ -476,9 +498,9 @@ const DEV_NULL: &CStr = c"/dev/null";
 /// to a restricted process) and seccomp take away. A masking failure fails the spawn: the server
 /// never runs with a denied entry uncovered.
 ///
-/// The session comes first (its own session and process group, no controlling terminal; a
-/// terminal on stdio is replaced by `/dev/null`), capabilities go after the masks (which need
-/// them), and descriptors above 2 are marked close-on-exec last (the ruleset fd is still used
+/// The process group comes first (its own; no controlling terminal; a terminal on stdio is
+/// replaced by `/dev/null`), capabilities go after the masks (which need them), and descriptors
+/// above 2 are marked close-on-exec last (the ruleset fd is still used
 /// until then, and the spawner's error pipe must survive until `exec`). The PID namespace comes
 /// right after the masks; the rest ([`confine_server`], then `exec`) happens in the server's own
 /// process, which the namespace's init starts (see [`pidns`]), or here without a namespace.
@@ -493,7 +515,17 @@ fn child_confine(plan: &ChildPlan) -> std::io::Result<()> {
         parent,
         ..
     } = plan;
-    sys::setsid()?;
+    if *pid_ns {
+        // The PID namespace ends everything the server starts, so it needs no session of its
+        // own to be found by: a new session would also put it in a scheduler autogroup of its
+        // own (with `sched_autogroup_enabled`), which made every wake-up between the proxy and
+        // the server cross task groups, ~0.7 µs a call here, and gave the server its own share
+        // of the CPU next to the client's. The controlling terminal goes all the same.
+        sys::own_process_group()?;
+        sys::drop_controlling_terminal(DEV_TTY)?;
+    } else {
+        sys::setsid()?;
+    }
     sys::die_with_parent(*parent)?;
     sys::stdio_off_terminals(DEV_NULL)?;
     if !masks.is_empty() {
@@ -794,10 +826,23 @@ pub fn signal_session(sid: u32, signal: i32) -> usize {
     }
 }
 
-/// The session the process `pid` leads, if it leads one (a jailed server does).
-pub fn led_session(pid: u32) -> Option<u32> {
+/// Send `signal` to process group `pgid`; whether any process got it.
+pub fn signal_process_group(pgid: u32, signal: i32) -> bool {
+    match libc::pid_t::try_from(pgid) {
+        Ok(pgid) if pgid > 1 => sys::killpg(pgid, signal),
+        _ => false,
+    }
+}
+
+/// What the jail made of the process `pid` it spawned: the leader of a session, or of a
+/// process group (see [`crate::sandbox::ServerGroup`]); neither for a server it did not jail.
+pub fn server_group(pid: u32) -> Option<crate::sandbox::ServerGroup> {
+    use crate::sandbox::ServerGroup;
     let pid = libc::pid_t::try_from(pid).ok().filter(|p| *p > 1)?;
-    (sys::getsid(pid)? == pid).then_some(pid as u32)
+    if sys::getsid(pid)? == pid {
+        return Some(ServerGroup::Session(pid as u32));
+    }
+    (sys::getpgid(pid)? == pid).then_some(ServerGroup::ProcessGroup(pid as u32))
 }
 
 /// Whether denied entries inside granted directories can be masked here (probed with `masks`

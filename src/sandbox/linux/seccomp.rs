@@ -105,8 +105,9 @@ const ALWAYS_DENIED: &[(&str, libc::c_long)] = &[
     ("mq_timedreceive", libc::SYS_mq_timedreceive),
     ("mq_notify", libc::SYS_mq_notify),
     ("mq_getsetattr", libc::SYS_mq_getsetattr),
-    // The server was made a session leader before exec so that the proxy can end everything it
-    // starts; a descendant must not leave that session.
+    // A process that leads no session cannot take a controlling terminal; and without a PID
+    // namespace the server leads a session of its own, by which the proxy ends everything it
+    // starts, so a descendant must not leave it.
     ("setsid", libc::SYS_setsid),
     // Landlock's execute right does not cover a memfd (an internal inode beneath no rule): a
     // memfd written and run with execveat(AT_EMPTY_PATH) or /proc/self/fd/N would run code the

@@ -340,6 +340,51 @@ pub fn setsid() -> io::Result<()> {
     }
 }
 
+/// Make the calling process the leader of a process group of its own, in the same session:
+/// the proxy reaches it and everything it starts with one `kill(-pgid)`, and a terminal's
+/// job-control signals (Ctrl-C, sent to the foreground group) reach the proxy, which passes them
+/// on, not the server a second time. Async-signal-safe.
+pub fn own_process_group() -> io::Result<()> {
+    // SAFETY: setpgid takes integers only.
+    if unsafe { libc::setpgid(0, 0) } < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Give up the controlling terminal, if there is one, without leaving the session:
+/// `TIOCNOTTY` on `dev_tty` (`/dev/tty`), which for a process that leads no session clears its
+/// own tie only. Afterwards `/dev/tty` cannot be opened (ENXIO), and the process cannot take a
+/// terminal again without leading a session (seccomp refuses `setsid`). Async-signal-safe.
+pub fn drop_controlling_terminal(dev_tty: &CStr) -> io::Result<()> {
+    // SAFETY: `dev_tty` is NUL-terminated and lives for the call.
+    let fd = unsafe {
+        libc::open(
+            dev_tty.as_ptr(),
+            libc::O_RDONLY | libc::O_NOCTTY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        let err = io::Error::last_os_error();
+        // No controlling terminal (ENXIO), no `/dev/tty` to reach one by (ENOENT), or one that
+        // was hung up (EIO): nothing is left to give up or to inject into.
+        return match err.raw_os_error() {
+            Some(libc::ENXIO | libc::ENOENT | libc::EIO) => Ok(()),
+            _ => Err(err),
+        };
+    }
+    // SAFETY: `fd` was just opened; TIOCNOTTY takes no argument.
+    let rc = unsafe { libc::ioctl(fd, libc::TIOCNOTTY) };
+    let err = io::Error::last_os_error();
+    // SAFETY: `fd` was opened above and is not used again.
+    unsafe { libc::close(fd) };
+    if rc < 0 {
+        return Err(err);
+    }
+    Ok(())
+}
+
 /// `PR_SET_PDEATHSIG(SIGKILL)`: SIGKILL the calling process when the thread that started it
 /// exits. Async-signal-safe.
 fn set_death_signal() -> io::Result<()> {
@@ -616,6 +661,19 @@ fn session_of(pid: libc::pid_t) -> Option<libc::pid_t> {
     let rest = &stat[stat.rfind(')')? + 1..];
     // state ppid pgrp session
     rest.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// Send `signal` to process group `pgid`; whether any process got it.
+pub fn killpg(pgid: libc::pid_t, signal: libc::c_int) -> bool {
+    // SAFETY: killpg takes integers only.
+    unsafe { libc::killpg(pgid, signal) == 0 }
+}
+
+/// The process group of `pid` as the kernel answers `getpgid`, or `None` if it is gone.
+pub fn getpgid(pid: libc::pid_t) -> Option<libc::pid_t> {
+    // SAFETY: getpgid takes an integer only.
+    let pgid = unsafe { libc::getpgid(pid) };
+    (pgid >= 0).then_some(pgid)
 }
 
 /// The session id of `pid` as the kernel answers `getsid`, or `None` if it is gone.
