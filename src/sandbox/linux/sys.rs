@@ -362,7 +362,8 @@ pub fn drop_controlling_terminal(dev_tty: &CStr) -> io::Result<()> {
     let fd = unsafe {
         libc::open(
             dev_tty.as_ptr(),
-            libc::O_RDONLY | libc::O_NOCTTY | libc::O_CLOEXEC,
+            // O_NONBLOCK: a serial line's open may otherwise wait for its carrier.
+            libc::O_RDONLY | libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_CLOEXEC,
         )
     };
     if fd < 0 {
