@@ -194,8 +194,8 @@ def take_ctty():
 attempt("tiocsti_after_setsid_ctty", take_ctty)
 "#;
 
-async fn scenario_tiocsti(how: How) -> Results {
-    let w = world();
+/// A fresh pty: `(master, slave)`.
+fn open_pty() -> (OwnedFd, OwnedFd) {
     let mut master: libc::c_int = -1;
     let mut slave: libc::c_int = -1;
     // SAFETY: both out-pointers are valid; name, termios and winsize may be NULL.
@@ -210,7 +210,12 @@ async fn scenario_tiocsti(how: How) -> Results {
     };
     assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
     // SAFETY: openpty just returned both descriptors; nobody else owns them.
-    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
+}
+
+async fn scenario_tiocsti(how: How) -> Results {
+    let w = world();
+    let (master, slave) = open_pty();
     let r = probe(&w, how, TIOCSTI_PROBE, &[], Some(slave)).await;
     drop(master);
     r
@@ -840,22 +845,7 @@ async fn the_server_runs_without_capabilities_or_a_terminal_in_its_own_group_wit
     // a new session whose controlling terminal is a fresh pty (setsid(1) -c on it), so the
     // caller's group, session and terminal are all its own and visible.
     if std::env::var_os(OWN_SESSION).is_none() {
-        let mut master: libc::c_int = -1;
-        let mut slave: libc::c_int = -1;
-        // SAFETY: both out-pointers are valid; name, termios and winsize may be NULL.
-        let rc = unsafe {
-            libc::openpty(
-                &mut master,
-                &mut slave,
-                std::ptr::null_mut(),
-                std::ptr::null(),
-                std::ptr::null(),
-            )
-        };
-        assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-        // SAFETY: openpty just returned both descriptors; nobody else owns them.
-        let (master, slave) =
-            unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        let (master, slave) = open_pty();
         let tty = std::fs::read_link(format!("/proc/self/fd/{}", slave.as_raw_fd())).unwrap();
         let v = rerun::rerun(
             &format!("exec setsid -c \"$0\" \"$@\" <{}", tty.display()),
