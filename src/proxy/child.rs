@@ -445,9 +445,7 @@ impl ServerChild {
             }
         }
     }
-}
 
-impl ServerChild {
     /// Send `sig` to everything in the server's group; how many processes of a session got
     /// it (a process group does not say: 0).
     fn signal_group(&self, sig: i32) -> usize {

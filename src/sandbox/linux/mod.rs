@@ -1,7 +1,7 @@
 //! Linux enforcement, applied in the child right before `exec`: its own process group (no
-//! controlling terminal, no terminal on stdio), masks and read-only mounts outside the write grants in a
-//! private mount namespace, resource limits, no_new_privs, every capability dropped, Landlock,
-//! seccomp, and every descriptor above 2 closed at `exec`.
+//! controlling terminal, no terminal on stdio), masks and read-only mounts outside the write
+//! grants in a private mount namespace, resource limits, no_new_privs, every capability dropped,
+//! Landlock, seccomp, and every descriptor above 2 closed at `exec`.
 //!
 //! Everything that allocates or can fail in interesting ways happens in the parent: paths are
 //! opened in `prepare`, the seccomp program is compiled there, and a fresh Landlock ruleset is
@@ -498,10 +498,10 @@ const DEV_TTY: &CStr = c"/dev/tty";
 /// to a restricted process) and seccomp take away. A masking failure fails the spawn: the server
 /// never runs with a denied entry uncovered.
 ///
-/// The process group comes first (its own; no controlling terminal; a terminal on stdio is
-/// replaced by `/dev/null`), capabilities go after the masks (which need them), and descriptors
-/// above 2 are marked close-on-exec last (the ruleset fd is still used
-/// until then, and the spawner's error pipe must survive until `exec`). The PID namespace comes
+/// The process group comes first (its own, or its own session without a PID namespace; no
+/// controlling terminal; a terminal on stdio is replaced by `/dev/null`), capabilities go after
+/// the masks (which need them), and descriptors above 2 are marked close-on-exec last (the
+/// ruleset fd is still used until then, and the spawner's error pipe must survive until `exec`). The PID namespace comes
 /// right after the masks; the rest ([`confine_server`], then `exec`) happens in the server's own
 /// process, which the namespace's init starts (see [`pidns`]), or here without a namespace.
 fn child_confine(plan: &ChildPlan) -> std::io::Result<()> {
