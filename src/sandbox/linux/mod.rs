@@ -501,9 +501,10 @@ const DEV_TTY: &CStr = c"/dev/tty";
 /// The process group comes first (its own, or its own session without a PID namespace; no
 /// controlling terminal; a terminal on stdio is replaced by `/dev/null`), capabilities go after
 /// the masks (which need them), and descriptors above 2 are marked close-on-exec last (the
-/// ruleset fd is still used until then, and the spawner's error pipe must survive until `exec`). The PID namespace comes
-/// right after the masks; the rest ([`confine_server`], then `exec`) happens in the server's own
-/// process, which the namespace's init starts (see [`pidns`]), or here without a namespace.
+/// ruleset fd is still used until then, and the spawner's error pipe must survive until
+/// `exec`). The PID namespace comes right after the masks; the rest ([`confine_server`], then
+/// `exec`) happens in the server's own process, which the namespace's init starts (see
+/// [`pidns`]), or here without a namespace.
 fn child_confine(plan: &ChildPlan) -> std::io::Result<()> {
     let ChildPlan {
         exec,
