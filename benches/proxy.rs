@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 const PROXY: &str = env!("CARGO_BIN_EXE_mcpjail-proxy");
 const FIXTURE: &str = env!("CARGO_BIN_EXE_mcpjail-fixture-files");
 const RELAY: &str = env!("CARGO_BIN_EXE_mcpjail-fixture-relay");
+const ONE_THREAD_RELAY: &str = env!("CARGO_BIN_EXE_mcpjail-fixture-one-thread-relay");
 const CALLS: usize = 10_000;
 const BIG: usize = 10 * 1024 * 1024;
 
@@ -124,11 +125,11 @@ fn echo(i: usize) -> String {
     )
 }
 
-/// Mode `mode`'s command with the fixture told to write no stderr line per call
-/// (`FIXTURE_QUIET_CALLS`); the proxies are told to keep that variable (the jail scrubs the rest).
-fn quiet(mut cmd: Command, mode: usize) -> Command {
+/// `cmd` with the fixture told to write no stderr line per call (`FIXTURE_QUIET_CALLS`); a
+/// proxy is told to keep that variable (the jail scrubs the rest).
+fn quiet(mut cmd: Command) -> Command {
     cmd.env("FIXTURE_QUIET_CALLS", "1");
-    if mode >= 2 {
+    if cmd.get_program() == PROXY {
         let args: Vec<_> = cmd.get_args().map(|a| a.to_os_string()).collect();
         cmd = Command::new(PROXY);
         cmd.args(["--env-keep", "FIXTURE_QUIET_CALLS"]).args(args);
@@ -186,6 +187,12 @@ const ROUNDS: usize = 5;
 
 fn relay_cmd(scope: &std::path::Path) -> Command {
     let mut c = Command::new(RELAY);
+    c.arg(FIXTURE).arg(scope);
+    c
+}
+
+fn one_thread_relay_cmd(scope: &std::path::Path) -> Command {
+    let mut c = Command::new(ONE_THREAD_RELAY);
     c.arg(FIXTURE).arg(scope);
     c
 }
@@ -332,7 +339,7 @@ fn pinned_table(scope: &std::path::Path) {
     let mut own_cpu: Vec<Vec<Duration>> = modes.iter().map(|_| Vec::new()).collect();
     for _ in 0..PINNED_ROUNDS {
         for (i, (_, cmd)) in modes.iter().enumerate() {
-            let mut s = Session::start(quiet(cmd(scope), i));
+            let mut s = Session::start(quiet(cmd(scope)));
             for n in 1..=200 {
                 s.roundtrip(&echo(n));
             }
@@ -401,13 +408,16 @@ fn cpu_time(pid: u32) -> Option<Duration> {
 }
 
 /// The calls again against the fixture with `FIXTURE_QUIET_CALLS` (no stderr line per
-/// call): what the proxy costs when it has no server stderr to copy.
+/// call): what the proxy costs when it has no server stderr to copy. A relay on one thread
+/// (`fixtures/one_thread_relay.rs`) runs too: what serving both directions from one thread (as
+/// the proxy's session loop does) costs before any work.
 fn quiet_table(scope: &std::path::Path) {
-    let modes = modes();
+    let mut modes = modes().to_vec();
+    modes.push(("one-thread relay", one_thread_relay_cmd));
     let mut walls: Vec<Vec<Duration>> = modes.iter().map(|_| Vec::new()).collect();
     for _ in 0..ROUNDS {
         for (i, (_, cmd)) in modes.iter().enumerate() {
-            walls[i].push(measure(quiet(cmd(scope), i)).calls_wall);
+            walls[i].push(measure(quiet(cmd(scope))).calls_wall);
         }
     }
     let medians = medians(walls);
