@@ -183,7 +183,9 @@ fn proxy_cmd(scope: &std::path::Path, extra: &[&str]) -> Command {
     c
 }
 
-const ROUNDS: usize = 5;
+/// Alternating rounds of the two-core tables. The rounds are short (~1 s each); many of them,
+/// compared pair by pair, are what lets a two-core ratio be told from the scheduler's moods.
+const ROUNDS: usize = 15;
 
 fn relay_cmd(scope: &std::path::Path) -> Command {
     let mut c = Command::new(RELAY);
@@ -221,6 +223,36 @@ fn median<T: Ord + Copy>(mut values: Vec<T>) -> T {
     values[values.len() / 2]
 }
 
+/// How one mode's rounds compare with another's, pair by pair: round `i` of each ran back to
+/// back, so a pair shares whatever the machine was doing. The quartiles of the pairs' ratios
+/// say how far one run of the table can move.
+struct Spread {
+    q1: f64,
+    median: f64,
+    q3: f64,
+}
+
+fn paired_ratios(numerators: &[Duration], denominators: &[Duration]) -> Spread {
+    let mut ratios: Vec<f64> = numerators
+        .iter()
+        .zip(denominators)
+        .map(|(n, d)| n.as_secs_f64() / d.as_secs_f64())
+        .collect();
+    ratios.sort_unstable_by(f64::total_cmp);
+    let at = |q: usize| ratios[(ratios.len() - 1) * q / 4];
+    Spread {
+        q1: at(1),
+        median: at(2),
+        q3: at(3),
+    }
+}
+
+impl std::fmt::Display for Spread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:.3}x [{:.3}–{:.3}]", self.median, self.q1, self.q3)
+    }
+}
+
 /// Each mode's median over its rounds.
 fn medians<T: Ord + Copy>(rounds: Vec<Vec<T>>) -> Vec<T> {
     rounds.into_iter().map(median).collect()
@@ -256,20 +288,24 @@ fn main() {
             rounds[i].push(measure(cmd(&scope)));
         }
     }
+    let walls: Vec<Vec<Duration>> = rounds
+        .iter()
+        .map(|r| r.iter().map(|f| f.calls_wall).collect())
+        .collect();
+    let against_relay: Vec<Spread> = walls.iter().map(|w| paired_ratios(w, &walls[1])).collect();
     let figures: Vec<Figures> = rounds.into_iter().map(median_round).collect();
-    let (d, relay) = (&figures[0], &figures[1]);
+    let d = &figures[0];
     println!(
         "\n{ROUNDS} alternating rounds of {CALLS} echo calls + one 10 MiB result; each figure the median of the rounds"
     );
     println!(
-        "{:<18} {:>8} {:>8} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10}",
+        "{:<18} {:>8} {:>8} {:>10} {:>10} {:>9} {:>9} {:>9} {:>10}  /relay [quartiles], pair by pair",
         "mode",
         "median",
         "p99",
         "added",
         "calls wall",
         "/direct",
-        "/relay",
         "10MiB",
         "/direct",
         "RSS"
@@ -278,27 +314,26 @@ fn main() {
         k.map(|k| format!("{:.1}MiB", k as f64 / 1024.0))
             .unwrap_or_else(|| "?".into())
     };
-    for ((name, _), p) in modes.iter().zip(&figures) {
+    for (((name, _), p), relay) in modes.iter().zip(&figures).zip(&against_relay) {
         let added = p.median.as_secs_f64() * 1e6 - d.median.as_secs_f64() * 1e6;
         let ratio = p.calls_wall.as_secs_f64() / d.calls_wall.as_secs_f64();
-        let relay_ratio = p.calls_wall.as_secs_f64() / relay.calls_wall.as_secs_f64();
         let big_ratio = p.big_wall.as_secs_f64() / d.big_wall.as_secs_f64();
         println!(
-            "{:<18} {:>6}µs {:>6}µs {:>8.1}µs {:>8}ms {:>8.3}x {:>8.3}x {:>7}ms {:>8.3}x {:>10}",
+            "{:<18} {:>6}µs {:>6}µs {:>8.1}µs {:>8}ms {:>8.3}x {:>7}ms {:>8.3}x {:>10}  {}",
             name,
             p.median.as_micros(),
             p.p99.as_micros(),
             added,
             p.calls_wall.as_millis(),
             ratio,
-            relay_ratio,
             p.big_wall.as_millis(),
             big_ratio,
-            mib(p.rss_kib)
+            mib(p.rss_kib),
+            relay
         );
     }
-    for ((name, _), p) in modes.iter().zip(&figures).skip(2) {
-        let relay_ratio = p.calls_wall.as_secs_f64() / relay.calls_wall.as_secs_f64();
+    for (((name, _), p), relay) in modes.iter().zip(&figures).zip(&against_relay).skip(2) {
+        let relay_ratio = relay.median;
         let big_ratio = p.big_wall.as_secs_f64() / d.big_wall.as_secs_f64();
         let rss_ok = p.rss_kib.is_some_and(|k| k <= 15 * 1024);
         println!(
@@ -420,16 +455,15 @@ fn quiet_table(scope: &std::path::Path) {
             walls[i].push(measure(quiet(cmd(scope))).calls_wall);
         }
     }
+    let against_relay: Vec<Spread> = walls.iter().map(|w| paired_ratios(w, &walls[1])).collect();
     let medians = medians(walls);
     println!("\nquiet server (no stderr line per call): {CALLS} echo calls, median of {ROUNDS} alternating rounds");
-    println!("{:<18} {:>10} {:>10}", "mode", "calls wall", "/relay");
-    for ((name, _), m) in modes.iter().zip(&medians) {
-        println!(
-            "{:<18} {:>8}ms {:>9.3}x",
-            name,
-            m.as_millis(),
-            m.as_secs_f64() / medians[1].as_secs_f64()
-        );
+    println!(
+        "{:<18} {:>10}  /relay [quartiles], pair by pair",
+        "mode", "calls wall"
+    );
+    for (((name, _), m), relay) in modes.iter().zip(&medians).zip(&against_relay) {
+        println!("{:<18} {:>8}ms  {}", name, m.as_millis(), relay);
     }
 }
 
@@ -470,7 +504,7 @@ fn startup_table(scope: &std::path::Path) {
 
 const REAL_CALLS: usize = 400;
 /// Alternating rounds of the real-server table (fresh processes each, as above).
-const REAL_ROUNDS: usize = 7;
+const REAL_ROUNDS: usize = 9;
 
 /// Sequential `read_text_file` round-trips against a real server: (median, wall of all calls).
 fn measure_reads(cmd: Command, file: &std::path::Path) -> (Duration, Duration) {
@@ -523,10 +557,23 @@ fn real_server_table() {
             .arg(&scope);
         c
     };
-    let names = ["direct", "proxy --no-jail", "proxy (jailed)"];
+    let relay = |program: &str| {
+        let mut c = Command::new(program);
+        c.arg(server).arg(&scope);
+        c
+    };
+    let names = [
+        "direct",
+        "byte relay",
+        "one-thread relay",
+        "proxy --no-jail",
+        "proxy (jailed)",
+    ];
     let command = |mode: usize| match mode {
         0 => direct(),
-        1 => real_proxy(&["--no-jail"]),
+        1 => relay(RELAY),
+        2 => relay(ONE_THREAD_RELAY),
+        3 => real_proxy(&["--no-jail"]),
         _ => real_proxy(&[]),
     };
     let mut rounds: Vec<Vec<(Duration, Duration)>> = names.iter().map(|_| Vec::new()).collect();
@@ -535,6 +582,11 @@ fn real_server_table() {
             round.push(measure_reads(command(mode), &file));
         }
     }
+    let walls: Vec<Vec<Duration>> = rounds
+        .iter()
+        .map(|r| r.iter().map(|(_, w)| *w).collect())
+        .collect();
+    let against_relay: Vec<Spread> = walls.iter().map(|w| paired_ratios(w, &walls[1])).collect();
     // Per mode: the median of the rounds' medians and of their walls.
     let medians: Vec<(Duration, Duration)> = rounds
         .iter()
@@ -549,19 +601,26 @@ fn real_server_table() {
         "\nreal server: @modelcontextprotocol/server-filesystem, {REAL_CALLS} sequential read_text_file calls, median of {REAL_ROUNDS} alternating rounds"
     );
     println!(
-        "{:<18} {:>10} {:>10} {:>12} {:>10}",
-        "mode", "median", "added", "wall", "ratio"
+        "{:<18} {:>10} {:>10} {:>12} {:>10}  /relay [quartiles], pair by pair",
+        "mode", "median", "added", "wall", "/direct"
     );
     let (d_median, d_wall) = medians[0];
-    for (name, (median, wall)) in names.iter().zip(&medians) {
+    for ((name, (median, wall)), relay) in names.iter().zip(&medians).zip(&against_relay) {
         let added = median.as_secs_f64() * 1e6 - d_median.as_secs_f64() * 1e6;
         println!(
-            "{:<18} {:>8}µs {:>8.1}µs {:>10}ms {:>9.3}x",
+            "{:<18} {:>8}µs {:>8.1}µs {:>10}ms {:>9.3}x  {}",
             name,
             median.as_micros(),
             added,
             wall.as_millis(),
-            wall.as_secs_f64() / d_wall.as_secs_f64()
+            wall.as_secs_f64() / d_wall.as_secs_f64(),
+            relay
+        );
+    }
+    for (name, relay) in names.iter().zip(&against_relay).skip(3) {
+        println!(
+            "  {name}: calls ≤ 1.15× relay with a real server {}",
+            verdict(relay.median <= 1.15)
         );
     }
 }
