@@ -7,8 +7,10 @@
 //!
 //! Targets (issue 10): ≤ 1.15× the byte relay's wall for the calls, ≤ 1.3× direct for the
 //! 10 MiB result, ≤ 15 MiB proxy peak RSS. The relay and proxy runs alternate (relay, proxy,
-//! relay, proxy…) and each ratio uses the median of its rounds, so a burst of load from
-//! elsewhere on the machine lands on both sides instead of on one.
+//! relay, proxy…), so a burst of load from elsewhere on the machine lands on both sides instead
+//! of on one; a ratio to the relay is taken round by round (each proxy round against the relay
+//! round just before it) and printed as the median with its quartiles, which say how far one
+//! round can stray.
 //!
 //! With three processes on a 2-core machine, a call's time depends mostly on where the scheduler
 //! placed them: a wake-up on the other core costs ~20 µs in this VM, a hand-over on the same core
