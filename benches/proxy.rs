@@ -485,16 +485,36 @@ fn startup_table(scope: &std::path::Path) {
             s.finish();
         }
     }
+    // Start i of each mode ran right after start i of the one before: the time a mode adds is
+    // taken start by start, against the direct start of the same turn.
+    let added: Vec<Vec<f64>> = times
+        .iter()
+        .map(|t| {
+            let mut added: Vec<f64> = t
+                .iter()
+                .zip(&times[0])
+                .map(|(m, d)| (m.as_secs_f64() - d.as_secs_f64()) * 1e3)
+                .collect();
+            added.sort_unstable_by(f64::total_cmp);
+            added
+        })
+        .collect();
+    let quartile = |v: &[f64], q: usize| v[(v.len() - 1) * q / 4];
     let medians = medians(times);
     println!("\nstart-up: spawn → initialize → tools/list answered, median of {STARTS} alternating starts");
-    println!("{:<18} {:>10} {:>10}", "mode", "median", "added");
-    for ((name, _), m) in modes.iter().zip(&medians) {
-        let added = m.as_secs_f64() * 1e3 - medians[0].as_secs_f64() * 1e3;
+    println!(
+        "{:<18} {:>10} {:>10}  added start by start [quartiles]",
+        "mode", "median", "added"
+    );
+    for (((name, _), m), a) in modes.iter().zip(&medians).zip(&added) {
         println!(
-            "{:<18} {:>8.2}ms {:>8.2}ms",
+            "{:<18} {:>8.2}ms {:>8.2}ms  {:.2}ms [{:.2}–{:.2}]",
             name,
             m.as_secs_f64() * 1e3,
-            added
+            m.as_secs_f64() * 1e3 - medians[0].as_secs_f64() * 1e3,
+            quartile(a, 2),
+            quartile(a, 1),
+            quartile(a, 3)
         );
     }
     let jailed_added = medians[3].as_secs_f64() * 1e3 - medians[0].as_secs_f64() * 1e3;
