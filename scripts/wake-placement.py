@@ -27,6 +27,7 @@ FIXTURE = os.path.join(RELEASE, "mcpjail-fixture-files")
 MIDDLES = [
     ("byte relay", [os.path.join(RELEASE, "mcpjail-fixture-relay")]),
     ("one-thread relay", [os.path.join(RELEASE, "mcpjail-fixture-one-thread-relay")]),
+    ("proxy --no-jail", [os.path.join(RELEASE, "mcpjail-proxy"), "--pin", "off", "--no-jail", "--"]),
     ("proxy (jailed)", [os.path.join(RELEASE, "mcpjail-proxy"), "--pin", "off", "--"]),
 ]
 
