@@ -225,28 +225,40 @@ fn median<T: Ord + Copy>(mut values: Vec<T>) -> T {
     values[values.len() / 2]
 }
 
-/// How one mode's rounds compare with another's, pair by pair: round `i` of each ran back to
-/// back, so a pair shares whatever the machine was doing. The quartiles of the pairs' ratios
-/// say how far one run of the table can move.
+/// The quartiles of some figures (ratios, or milliseconds added): how far one round of a table
+/// can stray from its median.
 struct Spread {
     q1: f64,
     median: f64,
     q3: f64,
 }
 
-fn paired_ratios(numerators: &[Duration], denominators: &[Duration]) -> Spread {
-    let mut ratios: Vec<f64> = numerators
-        .iter()
-        .zip(denominators)
-        .map(|(n, d)| n.as_secs_f64() / d.as_secs_f64())
-        .collect();
-    ratios.sort_unstable_by(f64::total_cmp);
-    let at = |q: usize| ratios[(ratios.len() - 1) * q / 4];
-    Spread {
-        q1: at(1),
-        median: at(2),
-        q3: at(3),
+impl Spread {
+    fn of(mut values: Vec<f64>) -> Spread {
+        values.sort_unstable_by(f64::total_cmp);
+        let at = |q: usize| values[(values.len() - 1) * q / 4];
+        Spread {
+            q1: at(1),
+            median: at(2),
+            q3: at(3),
+        }
     }
+}
+
+/// Each mode's wall against the byte relay's (mode 1), pair by pair: round `i` of each ran back
+/// to back, so a pair shares whatever the machine was doing.
+fn against_relay(walls: &[Vec<Duration>]) -> Vec<Spread> {
+    walls
+        .iter()
+        .map(|w| {
+            Spread::of(
+                w.iter()
+                    .zip(&walls[1])
+                    .map(|(n, d)| n.as_secs_f64() / d.as_secs_f64())
+                    .collect(),
+            )
+        })
+        .collect()
 }
 
 impl std::fmt::Display for Spread {
@@ -294,7 +306,7 @@ fn main() {
         .iter()
         .map(|r| r.iter().map(|f| f.calls_wall).collect())
         .collect();
-    let against_relay: Vec<Spread> = walls.iter().map(|w| paired_ratios(w, &walls[1])).collect();
+    let ratios = against_relay(&walls);
     let figures: Vec<Figures> = rounds.into_iter().map(median_round).collect();
     let d = &figures[0];
     println!(
@@ -316,7 +328,7 @@ fn main() {
         k.map(|k| format!("{:.1}MiB", k as f64 / 1024.0))
             .unwrap_or_else(|| "?".into())
     };
-    for (((name, _), p), relay) in modes.iter().zip(&figures).zip(&against_relay) {
+    for (((name, _), p), relay) in modes.iter().zip(&figures).zip(&ratios) {
         let added = p.median.as_secs_f64() * 1e6 - d.median.as_secs_f64() * 1e6;
         let ratio = p.calls_wall.as_secs_f64() / d.calls_wall.as_secs_f64();
         let big_ratio = p.big_wall.as_secs_f64() / d.big_wall.as_secs_f64();
@@ -334,7 +346,7 @@ fn main() {
             relay
         );
     }
-    for (((name, _), p), relay) in modes.iter().zip(&figures).zip(&against_relay).skip(2) {
+    for (((name, _), p), relay) in modes.iter().zip(&figures).zip(&ratios).skip(2) {
         let relay_ratio = relay.median;
         let big_ratio = p.big_wall.as_secs_f64() / d.big_wall.as_secs_f64();
         let rss_ok = p.rss_kib.is_some_and(|k| k <= 15 * 1024);
@@ -457,14 +469,14 @@ fn quiet_table(scope: &std::path::Path) {
             walls[i].push(measure(quiet(cmd(scope))).calls_wall);
         }
     }
-    let against_relay: Vec<Spread> = walls.iter().map(|w| paired_ratios(w, &walls[1])).collect();
+    let ratios = against_relay(&walls);
     let medians = medians(walls);
     println!("\nquiet server (no stderr line per call): {CALLS} echo calls, median of {ROUNDS} alternating rounds");
     println!(
         "{:<18} {:>10}  /relay [quartiles], pair by pair",
         "mode", "calls wall"
     );
-    for (((name, _), m), relay) in modes.iter().zip(&medians).zip(&against_relay) {
+    for (((name, _), m), relay) in modes.iter().zip(&medians).zip(&ratios) {
         println!("{:<18} {:>8}ms  {}", name, m.as_millis(), relay);
     }
 }
@@ -487,19 +499,17 @@ fn startup_table(scope: &std::path::Path) {
     }
     // Start i of each mode ran right after start i of the one before: the time a mode adds is
     // taken start by start, against the direct start of the same turn.
-    let added: Vec<Vec<f64>> = times
+    let added: Vec<Spread> = times
         .iter()
         .map(|t| {
-            let mut added: Vec<f64> = t
-                .iter()
-                .zip(&times[0])
-                .map(|(m, d)| (m.as_secs_f64() - d.as_secs_f64()) * 1e3)
-                .collect();
-            added.sort_unstable_by(f64::total_cmp);
-            added
+            Spread::of(
+                t.iter()
+                    .zip(&times[0])
+                    .map(|(m, d)| (m.as_secs_f64() - d.as_secs_f64()) * 1e3)
+                    .collect(),
+            )
         })
         .collect();
-    let quartile = |v: &[f64], q: usize| v[(v.len() - 1) * q / 4];
     let medians = medians(times);
     println!("\nstart-up: spawn → initialize → tools/list answered, median of {STARTS} alternating starts");
     println!(
@@ -512,9 +522,9 @@ fn startup_table(scope: &std::path::Path) {
             name,
             m.as_secs_f64() * 1e3,
             m.as_secs_f64() * 1e3 - medians[0].as_secs_f64() * 1e3,
-            quartile(a, 2),
-            quartile(a, 1),
-            quartile(a, 3)
+            a.median,
+            a.q1,
+            a.q3
         );
     }
     let jailed_added = medians[3].as_secs_f64() * 1e3 - medians[0].as_secs_f64() * 1e3;
@@ -608,7 +618,7 @@ fn real_server_table() {
         .iter()
         .map(|r| r.iter().map(|(_, w)| *w).collect())
         .collect();
-    let against_relay: Vec<Spread> = walls.iter().map(|w| paired_ratios(w, &walls[1])).collect();
+    let ratios = against_relay(&walls);
     // Per mode: the median of the rounds' medians and of their walls.
     let medians: Vec<(Duration, Duration)> = rounds
         .iter()
@@ -627,7 +637,7 @@ fn real_server_table() {
         "mode", "median", "added", "wall", "/direct"
     );
     let (d_median, d_wall) = medians[0];
-    for ((name, (median, wall)), relay) in names.iter().zip(&medians).zip(&against_relay) {
+    for ((name, (median, wall)), relay) in names.iter().zip(&medians).zip(&ratios) {
         let added = median.as_secs_f64() * 1e6 - d_median.as_secs_f64() * 1e6;
         println!(
             "{:<18} {:>8}µs {:>8.1}µs {:>10}ms {:>9.3}x  {}",
@@ -639,7 +649,7 @@ fn real_server_table() {
             relay
         );
     }
-    for (name, relay) in names.iter().zip(&against_relay).skip(3) {
+    for (name, relay) in names.iter().zip(&ratios).skip(3) {
         println!(
             "  {name}: calls ≤ 1.15× relay with a real server {}",
             verdict(relay.median <= 1.15)
