@@ -14,18 +14,14 @@ use std::process::Command;
 
 use proxy_support::*;
 
-/// The private temp dirs under `parent` whose name records `pid` as owner.
+/// The private temp dirs under `parent` of the proxy `pid` (`mcpjail-p<pid>-XXXXXX`: each proxy
+/// holds a lock on its own, which is how a sweep tells it is alive).
 fn dirs_of(parent: &Path, pid: u32) -> Vec<PathBuf> {
+    let mine = format!("mcpjail-p{pid}-");
     let mut found = Vec::new();
     for e in std::fs::read_dir(parent).unwrap() {
         let name = e.unwrap().file_name().into_string().unwrap();
-        let Some(tag) = name
-            .strip_prefix("mcpjail-")
-            .and_then(|r| r.split_once('-'))
-        else {
-            continue;
-        };
-        if tag.0.split('.').nth(1) == Some(&pid.to_string()) {
+        if name.starts_with(&mine) {
             found.push(parent.join(&name));
         }
     }
@@ -102,8 +98,9 @@ fn a_killed_proxys_tmpdir_is_removed_by_the_next_proxy_and_a_live_ones_is_kept()
         "SIGKILL leaves the dir until someone sweeps it"
     );
 
-    // Names a sweep must judge: our own pid with another start time (a reused pid) is gone;
-    // a dead pid in another pid namespace is not ours to judge; a foreign name is left alone.
+    // Names of older proxies (pid namespace, pid, start time), which a sweep judges by /proc:
+    // our own pid with another start time (a reused pid) is gone; a dead pid in another pid
+    // namespace is not ours to judge; a foreign name is left alone.
     let me = std::process::id();
     let reused = parent.join(format!(
         "mcpjail-{}.{me}.{}-reused",
@@ -160,14 +157,23 @@ fn a_symlink_named_like_a_stale_dir_is_neither_followed_nor_removed() {
         .mode(0o700)
         .create(&parent)
         .unwrap();
-    let link = parent.join(format!("mcpjail-{}.{gone_pid}.1-link", pid_ns()));
-    std::os::unix::fs::symlink(&target, &link).unwrap();
+    // Named as a held directory (whose lock would be free), and the earlier way.
+    let links = [
+        parent.join(format!("mcpjail-p{gone_pid}-link")),
+        parent.join(format!("mcpjail-{}.{gone_pid}.1-link", pid_ns())),
+    ];
+    for link in &links {
+        std::os::unix::fs::symlink(&target, link).unwrap();
+    }
 
     let s = start_proxy(&tree, &tmp);
-    assert!(
-        link.symlink_metadata().is_ok(),
-        "not a directory: not ours to remove"
-    );
+    for link in &links {
+        assert!(
+            link.symlink_metadata().is_ok(),
+            "{}: not a directory, not ours to remove",
+            link.display()
+        );
+    }
     assert_eq!(
         std::fs::read_to_string(target.join("keep.txt")).unwrap(),
         "canary"
