@@ -221,3 +221,38 @@ fn a_users_directory_that_cannot_be_trusted_is_not_used() {
         "nothing made in the open directory"
     );
 }
+
+/// Proxies started together all start, and leave nothing behind: no proxy's sweep takes the
+/// lock of another's directory before its maker has locked it (the first version of the locks
+/// made the directory under its held name and then locked it, and a sweep in between removed
+/// it: that proxy failed to start).
+#[test]
+fn proxies_started_together_all_start_and_leave_nothing_behind() {
+    let tree = Tree::new();
+    let tmp = tree.root().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let parent = parent_in(&tmp);
+    for round in 0..6 {
+        let mut sessions: Vec<Session> = (0..8)
+            .map(|_| {
+                let mut opts = Opts::new(&tree);
+                opts.env.push(("TMPDIR", tmp.display().to_string()));
+                Session::start(&tree, opts)
+            })
+            .collect();
+        for s in &mut sessions {
+            let answer = s.initialize();
+            assert!(answer.get("result").is_some(), "round {round}: {answer}");
+            assert_eq!(dirs_of(&parent, s.pid()).len(), 1, "round {round}");
+        }
+        for mut s in sessions {
+            s.close_stdin();
+            assert_eq!(s.wait_exit(), 0, "round {round}");
+        }
+        assert_eq!(
+            std::fs::read_dir(&parent).unwrap().count(),
+            0,
+            "round {round}: every directory removed"
+        );
+    }
+}

@@ -15,7 +15,10 @@
 //! proxy holds an exclusive `flock` on its directory (`mcpjail-p<pid>-XXXXXX`) for as long as
 //! the directory is its own, and every proxy, when it creates its own directory and again when it
 //! removes it, removes the directories whose lock it can take: the kernel releases a lock when
-//! the last descriptor of it closes, which a killed process's exit does. A lock says whether the
+//! the last descriptor of it closes, which a killed process's exit does. A directory is made
+//! under another name (`mcpjail-n<pid>-XXXXXX`), locked, and only then renamed to its held name,
+//! so no sweep can take its lock before its maker does (two proxies started together met that:
+//! one removed the other's new directory). A lock says whether the
 //! owner is alive without `/proc`: naming the owner by its pid and start time instead (read
 //! from `/proc/self/stat` and `/proc/self/ns/pid`, the first lookups of this process's `/proc`
 //! entries) cost ~0.06–0.11 ms of every start here, and the sweep read a `/proc/PID/stat` for
@@ -41,10 +44,17 @@ const PREFIX: &str = "mcpjail-";
 /// only says whose it is; the lock says whether that one is alive).
 const HELD: &str = "mcpjail-p";
 
+/// The name of a directory being made: its maker locks it, then renames it to a held name. A
+/// sweep leaves it alone until [`MAKING_LEFT_AFTER`] has passed since it last changed (then it
+/// was left by a maker killed in between), so a sweep never takes the lock of a directory its
+/// maker has not locked yet.
+const MAKING: &str = "mcpjail-n";
+const MAKING_LEFT_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
+
 #[derive(Debug)]
 pub struct PrivateTmp {
-    /// Held for its Drop: removes the directory and everything in it.
-    dir: Option<tempfile::TempDir>,
+    /// Where it is; removed with everything in it on drop (`None` once removed).
+    dir: Option<PathBuf>,
     /// Canonical: rules match real paths (on macOS `/var` is a symlink to `/private/var`).
     canonical: PathBuf,
     /// The directory, open, with our exclusive lock on it (none where the file system has no
@@ -76,8 +86,7 @@ impl PrivateTmp {
                 parent.display()
             ))
         })?;
-        let canonical =
-            std::fs::canonicalize(dir.path()).unwrap_or_else(|_| dir.path().to_path_buf());
+        let canonical = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
         Ok(PrivateTmp {
             dir: Some(dir),
             canonical,
@@ -93,49 +102,57 @@ impl PrivateTmp {
 impl Drop for PrivateTmp {
     fn drop(&mut self) {
         let Some(dir) = self.dir.take() else { return };
-        let parent = dir.path().parent().map(Path::to_path_buf);
-        if let Err(e) = dir.close() {
-            tracing::warn!("cannot remove the private temporary directory: {e}");
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => tracing::warn!("cannot remove the private temporary directory: {e}"),
         }
         // Released only now: until the directory is gone, no sweep may take it for a dead one.
         drop(self.held.take());
         // Directories of proxies killed since this one started (SIGKILL runs no destructor).
-        if let Some(parent) = parent {
-            sweep_stale(&parent);
+        if let Some(parent) = dir.parent() {
+            sweep_stale(parent);
         }
     }
 }
 
-/// A directory of ours in `parent`, locked. A sweep that took its lock in the moment between
-/// its `mkdir` and our `flock` removes it; we then find it locked by the sweep, or unlinked,
-/// and make another. Where the file system has no `flock` (`ENOLCK` on some NFS mounts) the
-/// directory gets a name no sweep judges: it cannot be told from a dead proxy's.
-fn make_held(parent: &Path) -> std::io::Result<(tempfile::TempDir, Option<File>)> {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let held_prefix = format!("{HELD}{}-", std::process::id());
+/// A directory of ours in `parent`, locked: made under a [`MAKING`] name, locked, then renamed
+/// to its held name, so that no sweep judges it before it is locked. Where the file system has
+/// no `flock` (`ENOLCK` on some NFS mounts) it gets a name no sweep judges instead: it could not
+/// be told from a dead proxy's.
+fn make_held(parent: &Path) -> std::io::Result<(PathBuf, Option<File>)> {
+    use std::os::unix::fs::PermissionsExt;
+    let pid = std::process::id();
     let make = |prefix: &str| {
         tempfile::Builder::new()
             .prefix(prefix)
             .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir_in(parent)
     };
-    for _ in 0..8 {
-        let dir = make(&held_prefix)?;
-        let file = File::open(dir.path())?;
-        match try_lock(&file) {
-            Ok(true) if file.metadata()?.nlink() > 0 => return Ok((dir, Some(file))),
-            // A sweep has it (or had it, and removed it): let it finish, make another.
-            Ok(_) => continue,
-            Err(e) => {
-                tracing::debug!("no flock on {}: {e}", parent.display());
-                drop(dir);
-                return Ok((make(PREFIX)?, None));
-            }
+    let making = make(&format!("{MAKING}{pid}-"))?;
+    let file = File::open(making.path())?;
+    let name = match try_lock(&file) {
+        Ok(true) => {
+            let made = making.path().file_name().and_then(|n| n.to_str());
+            let random = made.and_then(|n| n.rsplit_once('-')).map(|(_, r)| r);
+            format!("{HELD}{pid}-{}", random.unwrap_or("x"))
         }
-    }
-    Err(std::io::Error::other(
-        "every new directory was taken by another proxy's sweep",
-    ))
+        Ok(false) => {
+            return Err(std::io::Error::other(
+                "another process holds the lock of a directory just made",
+            ))
+        }
+        Err(e) => {
+            tracing::debug!("no flock on {}: {e}", parent.display());
+            drop(making);
+            return Ok((make(PREFIX)?.keep(), None));
+        }
+    };
+    let held = parent.join(name);
+    std::fs::rename(making.path(), &held)?;
+    // Renamed: the TempDir's own removal would look under the old name.
+    let _ = making.keep();
+    Ok((held, Some(file)))
 }
 
 /// Take an exclusive lock on `file` without waiting: whether it was free. An error means the
@@ -272,7 +289,11 @@ fn sweep_stale(parent: &Path) {
             continue;
         };
         if name.starts_with(HELD) {
-            sweep_held(&entry.path(), uid);
+            sweep_held(&entry.path(), uid, None);
+            continue;
+        }
+        if name.starts_with(MAKING) {
+            sweep_held(&entry.path(), uid, Some(MAKING_LEFT_AFTER));
             continue;
         }
         let Some(owner) = Owner::from_name(name) else {
@@ -289,8 +310,9 @@ fn sweep_stale(parent: &Path) {
 }
 
 /// Remove the held directory at `path` if its lock is free (its owner is gone), holding the
-/// lock while it goes. `O_NOFOLLOW`: a symlink with our prefix is not ours to follow.
-fn sweep_held(path: &Path, uid: u32) {
+/// lock while it goes; with `unchanged_for`, only if it has not changed for that long.
+/// `O_NOFOLLOW`: a symlink with our prefix is not ours to follow.
+fn sweep_held(path: &Path, uid: u32, unchanged_for: Option<std::time::Duration>) {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let Ok(file) = std::fs::OpenOptions::new()
         .read(true)
@@ -299,9 +321,20 @@ fn sweep_held(path: &Path, uid: u32) {
     else {
         return;
     };
-    match file.metadata() {
-        Ok(meta) if meta.is_dir() && meta.uid() == uid => {}
-        _ => return,
+    let Ok(meta) = file.metadata() else { return };
+    if !meta.is_dir() || meta.uid() != uid {
+        return;
+    }
+    if let Some(age) = unchanged_for {
+        // A clock set back, or a time that cannot be read, counts as recent.
+        let old = meta
+            .modified()
+            .ok()
+            .and_then(|m| m.elapsed().ok())
+            .is_some_and(|since| since >= age);
+        if !old {
+            return;
+        }
     }
     if let Ok(true) = try_lock(&file) {
         remove_dir(path, "its proxy is gone");
@@ -458,6 +491,22 @@ mod tests {
             std::fs::read_to_string(target.join("keep.txt")).unwrap(),
             "canary"
         );
+
+        // Being made (locked and renamed within microseconds by its maker): left alone while
+        // recent, swept once it has not changed for a while (its maker was killed in between).
+        let making = parent.join(format!("{}4-new", super::MAKING));
+        let left = parent.join(format!("{}5-left", super::MAKING));
+        for d in [&making, &left] {
+            std::fs::create_dir(d).unwrap();
+        }
+        let minute_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        std::fs::File::open(&left)
+            .unwrap()
+            .set_modified(minute_ago)
+            .unwrap();
+        sweep_stale(&parent);
+        assert!(making.is_dir(), "a directory being made is not judged");
+        assert!(!left.exists(), "one left long ago is swept");
 
         drop(lock); // what the kernel does when its owner dies
         sweep_stale(&parent);
