@@ -159,7 +159,7 @@ fn a_symlink_named_like_a_stale_dir_is_neither_followed_nor_removed() {
         .unwrap();
     // Named as a held directory (whose lock would be free), and the earlier way.
     let links = [
-        parent.join(format!("mcpjail-p{gone_pid}-link")),
+        parent.join(format!("mcpjail-p{gone_pid}-link00")),
         parent.join(format!("mcpjail-{}.{gone_pid}.1-link", pid_ns())),
     ];
     for link in &links {

@@ -18,11 +18,11 @@
 //! the last descriptor of it closes, which a killed process's exit does. A directory is made
 //! under another name (`mcpjail-n<pid>-XXXXXX`), locked, and only then renamed to its held name,
 //! so no sweep can take its lock before its maker does (two proxies started together met that:
-//! one removed the other's new directory). A lock says whether the
-//! owner is alive without `/proc`: naming the owner by its pid and start time instead (read
-//! from `/proc/self/stat` and `/proc/self/ns/pid`, the first lookups of this process's `/proc`
-//! entries) cost ~0.06–0.11 ms of every start here, and the sweep read a `/proc/PID/stat` for
-//! every other live proxy, once at start and once at exit. A lock also holds across PID
+//! one removed the other's new directory). A lock says whether the owner is alive without
+//! `/proc`: naming the owner by its pid and start time instead (read from `/proc/self/stat` and
+//! `/proc/self/ns/pid`, the first lookups of this process's `/proc` entries) cost ~0.06–0.11 ms
+//! of every start here, and the sweep read a `/proc/PID/stat` for every other live proxy, once
+//! at start and once at exit. Only names exactly of these two forms are judged by their lock. A lock also holds across PID
 //! namespaces (two containers sharing `/tmp`), where a pid cannot be judged. Directories named
 //! the earlier way (`mcpjail-<pid namespace>.<pid>.<start time>-XXXXXX`, from an older proxy that
 //! may still run) are still judged that way. Only directories of our own uid are touched; a
@@ -50,6 +50,8 @@ const HELD: &str = "mcpjail-p";
 /// maker has not locked yet.
 const MAKING: &str = "mcpjail-n";
 const MAKING_LEFT_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
+/// The random part of a name.
+const RANDOM_LEN: usize = 6;
 
 #[derive(Debug)]
 pub struct PrivateTmp {
@@ -126,6 +128,7 @@ fn make_held(parent: &Path) -> std::io::Result<(PathBuf, Option<File>)> {
     let make = |prefix: &str| {
         tempfile::Builder::new()
             .prefix(prefix)
+            .rand_bytes(RANDOM_LEN)
             .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir_in(parent)
     };
@@ -153,6 +156,34 @@ fn make_held(parent: &Path) -> std::io::Result<(PathBuf, Option<File>)> {
     // Renamed: the TempDir's own removal would look under the old name.
     let _ = making.keep();
     Ok((held, Some(file)))
+}
+
+/// Which of our two lock-keeping names a directory has, if it has one.
+#[derive(Debug, PartialEq, Eq)]
+enum LockName {
+    /// `mcpjail-p<pid>-XXXXXX`: its owner holds its lock.
+    Held,
+    /// `mcpjail-n<pid>-XXXXXX`: being made.
+    Making,
+}
+
+impl LockName {
+    /// Exactly `<prefix><digits>-<six letters or digits>` (what [`make_held`] makes): a name
+    /// from the time before owners were recorded (`mcpjail-pQ2x9z`), or anyone else's
+    /// (`mcpjail-notes`), is not ours to judge by a lock nobody was meant to hold.
+    fn of(name: &str) -> Option<LockName> {
+        let (kind, rest) = if let Some(rest) = name.strip_prefix(HELD) {
+            (LockName::Held, rest)
+        } else {
+            (LockName::Making, name.strip_prefix(MAKING)?)
+        };
+        let (pid, random) = rest.split_once('-')?;
+        let ours = !pid.is_empty()
+            && pid.bytes().all(|b| b.is_ascii_digit())
+            && random.len() == RANDOM_LEN
+            && random.bytes().all(|b| b.is_ascii_alphanumeric());
+        ours.then_some(kind)
+    }
 }
 
 /// Take an exclusive lock on `file` without waiting: whether it was free. An error means the
@@ -288,13 +319,16 @@ fn sweep_stale(parent: &Path) {
         let Some(name) = name.to_str() else {
             continue;
         };
-        if name.starts_with(HELD) {
-            sweep_held(&entry.path(), uid, None);
-            continue;
-        }
-        if name.starts_with(MAKING) {
-            sweep_held(&entry.path(), uid, Some(MAKING_LEFT_AFTER));
-            continue;
+        match LockName::of(name) {
+            Some(LockName::Held) => {
+                sweep_held(&entry.path(), uid, None);
+                continue;
+            }
+            Some(LockName::Making) => {
+                sweep_held(&entry.path(), uid, Some(MAKING_LEFT_AFTER));
+                continue;
+            }
+            None => {}
         }
         let Some(owner) = Owner::from_name(name) else {
             continue;
@@ -455,6 +489,30 @@ mod tests {
     }
 
     #[test]
+    fn only_names_made_for_locks_are_judged_by_a_lock() {
+        use super::LockName;
+        assert_eq!(LockName::of("mcpjail-p4242-aB3dEf"), Some(LockName::Held));
+        assert_eq!(LockName::of("mcpjail-n7-000000"), Some(LockName::Making));
+        for other in [
+            // Random names from before owners were recorded, which may start with p or n.
+            "mcpjail-pQ2x9z",
+            "mcpjail-nAbCdE",
+            // Anyone else's.
+            "mcpjail-notes",
+            "mcpjail-network-cache",
+            "mcpjail-p-aB3dEf",
+            "mcpjail-p12-aB3dE",
+            "mcpjail-p12-aB3dEf7",
+            "mcpjail-p12-aB3d.f",
+            "mcpjail-p1x-aB3dEf",
+            "mcpjail-uid-0",
+            "mcpjail-4026531836.4242.987654-aB3dEf",
+        ] {
+            assert_eq!(LockName::of(other), None, "{other}");
+        }
+    }
+
+    #[test]
     fn a_held_directory_is_kept_while_its_lock_is_held_and_swept_once_it_is_released() {
         use super::{sweep_stale, try_lock, PrivateTmp, HELD};
         let system = tempfile::tempdir().unwrap();
@@ -467,11 +525,11 @@ mod tests {
         );
         let parent = mine.parent().unwrap().to_path_buf();
         // What a SIGKILLed proxy leaves: a held name whose lock nobody holds.
-        let dead = parent.join(format!("{HELD}1-dead"));
+        let dead = parent.join(format!("{HELD}1-dead00"));
         std::fs::create_dir_all(dead.join("a/b")).unwrap();
         std::fs::write(dead.join("a/b/data"), "x").unwrap();
         // Another live proxy's: locked through a descriptor of its own.
-        let live = parent.join(format!("{HELD}2-live"));
+        let live = parent.join(format!("{HELD}2-live00"));
         std::fs::create_dir(&live).unwrap();
         let lock = std::fs::File::open(&live).unwrap();
         assert!(try_lock(&lock).unwrap());
@@ -479,10 +537,16 @@ mod tests {
         let target = system.path().join("target");
         std::fs::create_dir(&target).unwrap();
         std::fs::write(target.join("keep.txt"), "canary").unwrap();
-        let link = parent.join(format!("{HELD}3-link"));
+        let link = parent.join(format!("{HELD}3-link00"));
         std::os::unix::fs::symlink(&target, &link).unwrap();
 
+        // A random name from before owners were recorded, starting like a held one: no lock
+        // was ever meant to be held on it, so none is taken.
+        let legacy = parent.join("mcpjail-pQ2x9z");
+        std::fs::create_dir(&legacy).unwrap();
+
         sweep_stale(&parent);
+        assert!(legacy.is_dir(), "a legacy name is not judged by a lock");
         assert!(!dead.exists(), "an unheld directory is swept");
         assert!(live.is_dir(), "a held one is kept");
         assert!(mine.is_dir(), "our own is held by us");
@@ -494,8 +558,8 @@ mod tests {
 
         // Being made (locked and renamed within microseconds by its maker): left alone while
         // recent, swept once it has not changed for a while (its maker was killed in between).
-        let making = parent.join(format!("{}4-new", super::MAKING));
-        let left = parent.join(format!("{}5-left", super::MAKING));
+        let making = parent.join(format!("{}4-new000", super::MAKING));
+        let left = parent.join(format!("{}5-left00", super::MAKING));
         for d in [&making, &left] {
             std::fs::create_dir(d).unwrap();
         }
