@@ -134,12 +134,8 @@ fn make_held(parent: &Path) -> std::io::Result<(PathBuf, Option<File>)> {
     };
     let making = make(&format!("{MAKING}{pid}-"))?;
     let file = File::open(making.path())?;
-    let name = match try_lock(&file) {
-        Ok(true) => {
-            let made = making.path().file_name().and_then(|n| n.to_str());
-            let random = made.and_then(|n| n.rsplit_once('-')).map(|(_, r)| r);
-            format!("{HELD}{pid}-{}", random.unwrap_or("x"))
-        }
+    match try_lock(&file) {
+        Ok(true) => {}
         Ok(false) => {
             return Err(std::io::Error::other(
                 "another process holds the lock of a directory just made",
@@ -150,8 +146,14 @@ fn make_held(parent: &Path) -> std::io::Result<(PathBuf, Option<File>)> {
             drop(making);
             return Ok((make(PREFIX)?.keep(), None));
         }
-    };
-    let held = parent.join(name);
+    }
+    // The same name with the held prefix: `mcpjail-n<pid>-XXXXXX` → `mcpjail-p<pid>-XXXXXX`.
+    // (In the name only: the parent's path may hold the same letters.)
+    let made = making.path().file_name().and_then(|n| n.to_str());
+    let held_name = made
+        .and_then(|n| n.strip_prefix(MAKING))
+        .map(|rest| format!("{HELD}{rest}"));
+    let held = parent.join(held_name.ok_or_else(|| std::io::Error::other("an unexpected name"))?);
     std::fs::rename(making.path(), &held)?;
     // Renamed: the TempDir's own removal would look under the old name.
     let _ = making.keep();
@@ -319,16 +321,10 @@ fn sweep_stale(parent: &Path) {
         let Some(name) = name.to_str() else {
             continue;
         };
-        match LockName::of(name) {
-            Some(LockName::Held) => {
-                sweep_held(&entry.path(), uid, None);
-                continue;
-            }
-            Some(LockName::Making) => {
-                sweep_held(&entry.path(), uid, Some(MAKING_LEFT_AFTER));
-                continue;
-            }
-            None => {}
+        if let Some(kind) = LockName::of(name) {
+            let unchanged_for = (kind == LockName::Making).then_some(MAKING_LEFT_AFTER);
+            sweep_held(&entry.path(), uid, unchanged_for);
+            continue;
         }
         let Some(owner) = Owner::from_name(name) else {
             continue;
