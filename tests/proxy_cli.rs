@@ -119,3 +119,45 @@ fn a_proxy_started_with_stderr_closed_has_dev_null_there() {
     s.close_stdin();
     assert_eq!(s.wait_exit(), 0);
 }
+
+/// The log level: `-q`, the default, `-v`, `-vv`, and `MCPJAIL_LOG` over them (`init_tracing`
+/// takes a plain level filter when no variable is set, an `EnvFilter` when one is).
+#[test]
+fn log_levels_follow_the_flags_and_mcpjail_log_overrides_them() {
+    let tree = Tree::new();
+    let stderr_of = |flags: &[&str], log: Option<&str>| -> String {
+        let mut cmd = Command::new(PROXY);
+        cmd.args(flags)
+            .args(["--no-jail", "--pin", "off", "--", "true"])
+            .current_dir(tree.scope())
+            .env("HOME", tree.root().join("home"))
+            .env("NO_COLOR", "1")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null());
+        match log {
+            Some(v) => cmd.env("MCPJAIL_LOG", v),
+            None => cmd.env_remove("MCPJAIL_LOG"),
+        };
+        let out = cmd.output().unwrap();
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let warned = |s: &str| s.contains("WARN") && s.contains("--no-jail");
+    // `server started` is logged at debug level on every start.
+    let debugged = |s: &str| s.contains("DEBUG") && s.contains("server started");
+
+    let quiet = stderr_of(&["-q"], None);
+    assert!(!warned(&quiet) && !debugged(&quiet), "{quiet}");
+    let default = stderr_of(&[], None);
+    assert!(warned(&default) && !debugged(&default), "{default}");
+    let v = stderr_of(&["-v"], None);
+    assert!(warned(&v) && !debugged(&v), "{v}");
+    let vv = stderr_of(&["-vv"], None);
+    assert!(warned(&vv) && debugged(&vv), "{vv}");
+    // The variable wins over the flags, both ways; one it cannot read leaves the flags' level.
+    let env_debug = stderr_of(&["-q"], Some("debug"));
+    assert!(debugged(&env_debug), "{env_debug}");
+    let env_error = stderr_of(&["-vv"], Some("error"));
+    assert!(!warned(&env_error) && !debugged(&env_error), "{env_error}");
+    let unreadable = stderr_of(&["-vv"], Some("=bad["));
+    assert!(warned(&unreadable) && debugged(&unreadable), "{unreadable}");
+}

@@ -149,27 +149,33 @@ impl std::error::Error for UserError {}
 
 /// Set up `tracing` on stderr. `MCPJAIL_LOG` (then `RUST_LOG`) overrides the `-v/-q` default.
 pub fn init_tracing(global: &GlobalArgs) {
-    let default = if global.quiet {
-        "error"
+    use tracing_subscriber::filter::LevelFilter;
+    let (default, default_level) = if global.quiet {
+        ("error", LevelFilter::ERROR)
     } else {
         match global.verbose {
-            0 => "warn",
-            1 => "info",
-            2 => "debug",
-            _ => "trace",
+            0 => ("warn", LevelFilter::WARN),
+            1 => ("info", LevelFilter::INFO),
+            2 => ("debug", LevelFilter::DEBUG),
+            _ => ("trace", LevelFilter::TRACE),
         }
     };
-    let filter = std::env::var("MCPJAIL_LOG")
-        .or_else(|_| std::env::var("RUST_LOG"))
-        .unwrap_or_else(|_| default.to_string());
-    let filter = tracing_subscriber::EnvFilter::try_new(&filter)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(global.color.use_color_on_stderr())
-        .with_target(false)
-        .try_init();
+        .with_target(false);
+    // Without a variable, a plain level filter: an `EnvFilter` for one bare level still builds
+    // its directive tables and judges every call site as it is first reached, which cost every
+    // proxy start ~0.05–0.09 ms (paired A/B, 500 starts each way).
+    let _ = match std::env::var("MCPJAIL_LOG").or_else(|_| std::env::var("RUST_LOG")) {
+        Ok(directives) => builder
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_new(&directives)
+                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default)),
+            )
+            .try_init(),
+        Err(_) => builder.with_max_level(default_level).try_init(),
+    };
 }
 
 /// Print an error chain once, the way ripgrep does, and pick the exit status.
