@@ -229,8 +229,8 @@ pub struct MemoryCase {
 }
 
 /// Start `cmd` (a proxy over the fault fixture), handshake, one echo, then call `tool` with
-/// `args`; after the answer (or, for `flood`, once the server reports the line written and
-/// the client has closed its side) sample the memory.
+/// `args`; after the answer (or, for `flood`, once the server reports the line written)
+/// sample the memory, then close the client's side.
 pub fn memory_case(mut cmd: Command, tool: &str, args: Value) -> Result<MemoryCase, String> {
     cmd.stderr(Stdio::piped());
     let mut child = spawn(cmd)?;
@@ -277,9 +277,16 @@ pub fn memory_case(mut cmd: Command, tool: &str, args: Value) -> Result<MemoryCa
     let before_kib = status_kib(pid, "VmRSS").unwrap_or(0);
     writeln!(stdin, "{}", call(2, tool, &args)).map_err(|e| e.to_string())?;
     stdin.flush().map_err(|e| e.to_string())?;
-    let answer = if tool == "flood" {
-        // The line never ends: wait until the server has written all of it, then end the
-        // session; the flood call must then be answered with an error.
+    // Memory is sampled while the client's side is still open, so the proxy is surely alive:
+    // once it has exited its /proc status has no memory lines, and a zero read there would
+    // pass every bound (a race CI once lost: the proxy answered and exited before the read).
+    let sample = |field: &str| {
+        status_kib(pid, field).ok_or_else(|| format!("no {field} for the proxy: it has exited"))
+    };
+    let (answer, peak_kib, after_kib) = if tool == "flood" {
+        // The line never ends: wait until the server has written all of it (so the proxy has
+        // read all but what one pipe holds), then end the session; the flood call must then be
+        // answered with an error.
         let hang = Duration::from_secs(120);
         loop {
             let line = erx
@@ -289,15 +296,18 @@ pub fn memory_case(mut cmd: Command, tool: &str, args: Value) -> Result<MemoryCa
                 break;
             }
         }
+        let (peak, after) = (sample("VmHWM")?, sample("VmRSS")?);
         drop(stdin);
-        answer_to(2, &mut stdout)?
+        let answer = answer_to(2, &mut stdout)?;
+        // The pipe's last bytes may have been read since: a later peak, if there still is one.
+        let peak = status_kib(pid, "VmHWM").map_or(peak, |later| later.max(peak));
+        (answer, peak, after)
     } else {
-        let a = answer_to(2, &mut stdout)?;
+        let answer = answer_to(2, &mut stdout)?;
+        let (peak, after) = (sample("VmHWM")?, sample("VmRSS")?);
         drop(stdin);
-        a
+        (answer, peak, after)
     };
-    let peak_kib = status_kib(pid, "VmHWM").unwrap_or(0);
-    let after_kib = status_kib(pid, "VmRSS").unwrap_or(0);
     // Notifications still queued behind the answer.
     let mut rest = String::new();
     loop {
