@@ -150,14 +150,14 @@ impl std::error::Error for UserError {}
 /// Set up `tracing` on stderr. `MCPJAIL_LOG` (then `RUST_LOG`) overrides the `-v/-q` default.
 pub fn init_tracing(global: &GlobalArgs) {
     use tracing_subscriber::filter::LevelFilter;
-    let (default, default_level) = if global.quiet {
-        ("error", LevelFilter::ERROR)
+    let default = if global.quiet {
+        LevelFilter::ERROR
     } else {
         match global.verbose {
-            0 => ("warn", LevelFilter::WARN),
-            1 => ("info", LevelFilter::INFO),
-            2 => ("debug", LevelFilter::DEBUG),
-            _ => ("trace", LevelFilter::TRACE),
+            0 => LevelFilter::WARN,
+            1 => LevelFilter::INFO,
+            2 => LevelFilter::DEBUG,
+            _ => LevelFilter::TRACE,
         }
     };
     let builder = tracing_subscriber::fmt()
@@ -170,11 +170,12 @@ pub fn init_tracing(global: &GlobalArgs) {
     let _ = match std::env::var("MCPJAIL_LOG").or_else(|_| std::env::var("RUST_LOG")) {
         Ok(directives) => builder
             .with_env_filter(
-                tracing_subscriber::EnvFilter::try_new(&directives)
-                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default)),
+                tracing_subscriber::EnvFilter::try_new(&directives).unwrap_or_else(|_| {
+                    tracing_subscriber::EnvFilter::default().add_directive(default.into())
+                }),
             )
             .try_init(),
-        Err(_) => builder.with_max_level(default_level).try_init(),
+        Err(_) => builder.with_max_level(default).try_init(),
     };
 }
 

@@ -22,11 +22,11 @@
 //! `/proc`: naming the owner by its pid and start time instead (read from `/proc/self/stat` and
 //! `/proc/self/ns/pid`, the first lookups of this process's `/proc` entries) cost ~0.06–0.11 ms
 //! of every start here, and the sweep read a `/proc/PID/stat` for every other live proxy, once
-//! at start and once at exit. Only names exactly of these two forms are judged by their lock. A lock also holds across PID
-//! namespaces (two containers sharing `/tmp`), where a pid cannot be judged. Directories named
-//! the earlier way (`mcpjail-<pid namespace>.<pid>.<start time>-XXXXXX`, from an older proxy that
-//! may still run) are still judged that way. Only directories of our own uid are touched; a
-//! live owner's directory is never removed.
+//! at start and once at exit. Only names exactly of these two forms are judged by their lock.
+//! A lock also holds across PID namespaces (two containers sharing `/tmp`), where a pid cannot
+//! be judged. Directories named the earlier way (`mcpjail-<pid namespace>.<pid>.<start
+//! time>-XXXXXX`, from an older proxy that may still run) are still judged that way. Only
+//! directories of our own uid are touched; a live owner's directory is never removed.
 //!
 //! The server controls what is inside a directory, so removal must never follow a symlink out
 //! of it: [`std::fs::remove_dir_all`] opens every level with `O_NOFOLLOW` and unlinks relative
