@@ -13,6 +13,7 @@ pub mod install;
 pub mod pin;
 pub mod policy;
 pub mod proxy;
+pub mod proxy_argv;
 pub mod registry;
 pub mod scan;
 
@@ -290,7 +291,7 @@ pub fn main_proxy() -> ExitCode {
 
 /// The `mcpjail-proxy` binary's work; its exit status.
 fn main_proxy_status() -> u8 {
-    let cli = ProxyCli::parse();
+    let cli = proxy_argv::read_plain(std::env::args_os()).unwrap_or_else(ProxyCli::parse);
     init_tracing(&cli.global);
     match proxy::run_status(cli.args, &cli.global) {
         Ok(status) => status,
