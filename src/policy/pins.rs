@@ -125,6 +125,18 @@ pub struct PinKey {
 
 impl PinKey {
     pub fn new(label: &str, identity: &str) -> PinKey {
+        let label = PinKey::label_for(label);
+        let digest = hex::encode(Sha256::digest(identity.as_bytes()));
+        PinKey {
+            key: format!("{label}-{}", &digest[..12]),
+            label,
+            identity: identity.to_string(),
+        }
+    }
+
+    /// The label a key made from `label` has (a usable file name): worked out without the
+    /// digest.
+    pub fn label_for(label: &str) -> String {
         let label: String = label
             .chars()
             .map(|c| {
@@ -135,16 +147,10 @@ impl PinKey {
                 }
             })
             .collect();
-        let label = if label.is_empty() || label == "." || label == ".." {
+        if label.is_empty() || label == "." || label == ".." {
             "server".to_string()
         } else {
             label
-        };
-        let digest = hex::encode(Sha256::digest(identity.as_bytes()));
-        PinKey {
-            key: format!("{label}-{}", &digest[..12]),
-            label,
-            identity: identity.to_string(),
         }
     }
 }

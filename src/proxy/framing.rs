@@ -214,7 +214,23 @@ impl LineDecoder {
 }
 
 fn memchr_newline(buf: &[u8], from: usize) -> Option<usize> {
-    memchr::memchr(b'\n', buf.get(from..)?).map(|i| i + from)
+    find_newline(buf.get(from..)?).map(|i| i + from)
+}
+
+/// The first `\n` in `hay`.
+///
+/// memchr's own entry point picks its AVX2 or SSE2 searcher by asking the CPU (`CPUID`) on its
+/// first call in a process: ~30 µs in a VM, where each `CPUID` exits to the hypervisor, and that
+/// first call was the search of the client's first message, between its arrival and its
+/// forwarding to the server. SSE2 is part of the x86_64 baseline, so its searcher needs no
+/// question; on a 10 MiB line it is not measurably slower here (the line arrives in pipe-sized
+/// reads, each searched once).
+fn find_newline(hay: &[u8]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(sse2) = memchr::arch::x86_64::sse2::memchr::One::new(b'\n') {
+        return sse2.find(hay);
+    }
+    memchr::memchr(b'\n', hay)
 }
 
 /// Reads frames from an async byte stream. `next_frame` is cancel-safe: all state lives in
@@ -251,7 +267,7 @@ impl<R: AsyncRead + Unpin> FramedReader<R> {
 
     /// Is a whole line buffered (so the next frame is ready without reading)?
     pub fn has_line(&self) -> bool {
-        memchr::memchr(b'\n', &self.buf).is_some()
+        find_newline(&self.buf).is_some()
     }
 
     /// Stream the partial line announced by [`Frame::LongLine`]: returns its first piece.

@@ -136,8 +136,12 @@ pub fn pin_key(
     command: &[String],
     cwd: &std::path::Path,
 ) -> crate::policy::pins::PinKey {
-    let identity = crate::policy::ServerCommand::parse(command).identity(cwd);
-    crate::policy::pins::PinKey::new(name, &identity)
+    crate::policy::pins::PinKey::new(name, &pin_identity(command, cwd))
+}
+
+/// The server's identity its pin key is made from ([`crate::policy::ServerCommand::identity`]).
+pub fn pin_identity(command: &[String], cwd: &std::path::Path) -> String {
+    crate::policy::ServerCommand::parse(command).identity(cwd)
 }
 
 #[cfg(test)]

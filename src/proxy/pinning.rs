@@ -31,8 +31,12 @@ use crate::policy::Access;
 #[derive(Debug)]
 pub struct Pinning {
     mode: PinMode,
-    /// The pin file's key (also the name `mcpjail pin` commands take).
-    key: PinKey,
+    /// The pin file's key (also the name `mcpjail pin` commands take), worked out when the
+    /// store is first opened (see [`Pinning::key`]).
+    key: std::cell::OnceCell<PinKey>,
+    /// What the key is made from: the server's name and its identity.
+    name: String,
+    identity: String,
     server: String,
     home: Option<PathBuf>,
     /// Tools whose latest listed definition differs from the pin (pending approval).
@@ -66,11 +70,14 @@ pub fn check_settings(
 }
 
 impl Pinning {
-    pub fn new(mode: PinMode, key: PinKey, home: Option<PathBuf>) -> Pinning {
+    /// Pinning for the server `name` whose identity is `identity` (see [`PinKey`]).
+    pub fn new(mode: PinMode, name: &str, identity: String, home: Option<PathBuf>) -> Pinning {
         Pinning {
             mode,
-            server: key.label.clone(),
-            key,
+            server: PinKey::label_for(name),
+            key: std::cell::OnceCell::new(),
+            name: name.to_string(),
+            identity,
             home,
             unapproved: HashSet::new(),
             reported_changed: HashMap::new(),
@@ -78,6 +85,15 @@ impl Pinning {
             own_listing: None,
             store_failed: false,
         }
+    }
+
+    /// The pin key. Made on first use, not at start-up: its digest is the process's first
+    /// SHA-256, whose first use asks the CPU for its features (`CPUID`: ~17 µs in a VM, where each
+    /// one exits to the hypervisor), and at start-up that lay between the client's first message
+    /// and its forwarding. With `--pin off` it is never needed.
+    fn key(&self) -> &PinKey {
+        self.key
+            .get_or_init(|| PinKey::new(&self.name, &self.identity))
     }
 
     /// The proxy starts its own `tools/list` fetch (first page).
@@ -94,7 +110,7 @@ impl Pinning {
         if self.mode == PinMode::Off {
             return;
         }
-        let mut store = match PinStore::load_keyed(&self.key, self.home.as_deref()) {
+        let mut store = match PinStore::load_keyed(self.key(), self.home.as_deref()) {
             Ok(store) => store,
             Err(err) => {
                 self.store_failure(&err);
@@ -210,10 +226,11 @@ impl Pinning {
     /// alone, else the full key.
     fn refresh_name(&mut self, store: &PinStore) {
         if let Some(dir) = store.path().parent() {
-            self.server = if resolve_name(dir, &self.key.label) == self.key.key {
-                self.key.label.clone()
+            let key = self.key();
+            self.server = if resolve_name(dir, &key.label) == key.key {
+                key.label.clone()
             } else {
-                self.key.key.clone()
+                key.key.clone()
             };
         }
     }
@@ -334,7 +351,7 @@ mod tests {
 
     #[test]
     fn hiding_rewrites_only_when_needed() {
-        let mut p = Pinning::new(PinMode::Block, PinKey::new("srv", "srv"), None);
+        let mut p = Pinning::new(PinMode::Block, "srv", "srv".into(), None);
         let line = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a"},{"name":"b"}],"nextCursor":"x"}}"#;
         assert!(p.hide_unapproved(line).is_none());
         p.unapproved.insert("b".into());
@@ -345,7 +362,7 @@ mod tests {
         );
         assert!(p.refusal("b").is_some());
         assert!(p.refusal("a").is_none());
-        let mut warn = Pinning::new(PinMode::Warn, PinKey::new("srv", "srv"), None);
+        let mut warn = Pinning::new(PinMode::Warn, "srv", "srv".into(), None);
         warn.unapproved.insert("b".into());
         assert!(warn.hide_unapproved(line).is_none());
         assert!(warn.refusal("b").is_none());

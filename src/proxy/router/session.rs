@@ -183,7 +183,8 @@ where
         scope: config.scope.clone(),
         pinning: Pinning::new(
             config.pin,
-            super::super::pin_key(&config.name, &config.command, &config.cwd),
+            &config.name,
+            super::super::pin_identity(&config.command, &config.cwd),
             config.home.clone(),
         ),
         config,
