@@ -26,7 +26,7 @@ pub struct ProxyArgs {
     #[arg(long, value_enum, default_value_t = DenyAs::Result)]
     pub deny_as: DenyAs,
     /// Largest accepted JSON-RPC line, in bytes.
-    #[arg(long, default_value_t = 64 * 1024 * 1024)]
+    #[arg(long, default_value_t = DEFAULT_MAX_LINE_BYTES)]
     pub max_line_bytes: usize,
     /// Live call inspection on stderr: one line per call.
     #[arg(long)]
@@ -66,6 +66,9 @@ pub struct ProxyArgs {
     #[arg(trailing_var_arg = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }
+
+/// `--max-line-bytes` when not given.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DenyAs {

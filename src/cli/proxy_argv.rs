@@ -17,7 +17,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use super::proxy::{DenyAs, ProxyArgs};
+use super::proxy::{DenyAs, ProxyArgs, DEFAULT_MAX_LINE_BYTES};
 use super::{ColorChoice, GlobalArgs, ProxyCli};
 use crate::policy::pins::PinMode;
 
@@ -67,7 +67,7 @@ pub fn read_plain(argv: impl IntoIterator<Item = OsString>) -> Option<ProxyCli> 
         allow_read: Vec::new(),
         allow_write: Vec::new(),
         deny_as: DenyAs::Result,
-        max_line_bytes: 64 * 1024 * 1024,
+        max_line_bytes: DEFAULT_MAX_LINE_BYTES,
         log: false,
         log_file: None,
         no_jail: false,
