@@ -24,7 +24,7 @@ use mcpjail::policy::{self, Access, DenyReason, Scope, ScopeEntry, ScopeSource};
 use mcpjail::sandbox::{self, JailOptions};
 
 /// argv[1] is a JSON list of `[name, op, path]`: op is `read`, `append`, `create`, `replace`
-/// (temp sibling + rename) or `list`. Prints `{name: "OK[:content]" | "ERR:<errno>"}`.
+/// (temp sibling + rename), `move` (rename to `<path>.moved`) or `list`. Prints `{name: "OK[:content]" | "ERR:<errno>"}`.
 const PROBE: &str = r##"
 import errno, json, os, sys
 out = {}
@@ -45,6 +45,9 @@ for name, op, p in json.loads(sys.argv[1]):
             with open(p + ".tmp", "w") as f:
                 f.write("replaced")
             os.rename(p + ".tmp", p)
+            r = None
+        elif op == "move":
+            os.rename(p, p + ".moved")
             r = None
         elif op == "list":
             r = ",".join(sorted(os.listdir(p)))
@@ -220,6 +223,12 @@ fn planted_ops(d: &Path) -> serde_json::Value {
         ["create_file", "create", p("new.txt")],
         ["replace_file", "replace", p("main.txt")],
         ["create_git_object", "create", p(".git/objects-probe")],
+        // Last: moving a directory above a protected name away, to make the name again
+        // (writable) in its place for the host's git, shell or editor to run later.
+        ["move_git_dir", "move", p(".git")],
+        ["move_nested_repo", "move", p("libs/vendored")],
+        ["move_nested_repo_parent", "move", p("libs")],
+        ["move_envrc_dir", "move", p("pkg")],
     ])
 }
 
@@ -233,6 +242,10 @@ const PROTECTED_WRITES: &[&str] = &[
     "append_vscode_settings",
     "create_vscode_tasks",
     "append_deep_envrc",
+    "move_git_dir",
+    "move_nested_repo",
+    "move_nested_repo_parent",
+    "move_envrc_dir",
 ];
 
 fn planted_scope(d: &Path) -> Scope {

@@ -21,6 +21,15 @@
 //! cannot be protected by the kernel without pre-creating them; they are left to the proxy's
 //! argument check, and the notes say so.
 //!
+//! A read-only bind protects the name only where it is: renaming a directory above it (`.git`,
+//! `sub` for `sub/.vscode`) would carry the bind away with it and leave the name free to be made
+//! again, writable, for the host's git or editor to run later (or a stand-in `.env` for its
+//! tools to load). So every directory between a write grant and a protected or masked name is
+//! *pinned*: bound over itself, writable as before, which makes it a mount point that cannot be
+//! renamed or removed (EBUSY). The grant itself needs no pin: its parent lies outside the write
+//! grant, where Landlock refuses the rename. The cost: a rename into or out of a pinned
+//! directory crosses a mount (EXDEV), as between two write grants.
+//!
 //! The tree under each grant is walked to a bounded depth ([`WALK_DEPTH`] levels below the
 //! grant, at most [`WALK_ENTRIES`] entries per grant), skipping dependency and build trees
 //! (`node_modules`, `.venv`, `target`...) and looking inside `.git` only at `hooks` and `config`.
@@ -110,6 +119,10 @@ pub enum MaskKind {
     /// A protected name (file or directory): a read-only bind of itself over itself. Reads work;
     /// writing, creating inside, renaming over or unlinking it fail (EROFS / EBUSY).
     ReadOnly,
+    /// A directory on the way from a write grant to a protected or masked name: a bind of
+    /// itself over itself, writable as before, so it cannot be renamed or removed (EBUSY) and
+    /// the name inside keeps its place.
+    Pin,
 }
 
 impl MaskKind {
@@ -118,6 +131,7 @@ impl MaskKind {
             MaskKind::File => "read-only /dev/null bind",
             MaskKind::Dir => "empty read-only tmpfs",
             MaskKind::ReadOnly => "read-only bind of itself",
+            MaskKind::Pin => "pinned: a writable bind of itself, so it cannot be renamed",
         }
     }
 }
@@ -151,6 +165,9 @@ struct Carved {
     /// How many of `denied` lie deeper than the first level (list-only carving cannot cover
     /// them).
     deep: usize,
+    /// In a write grant, the directories between the grant and each entry of `denied` (see
+    /// the module docs); mounted only with masks, never carved.
+    pins: Vec<PathBuf>,
 }
 
 /// The scope grants with the denied entries found directly inside them.
@@ -186,6 +203,7 @@ impl CarvePlan {
             denied: Vec::new(),
             others: Vec::new(),
             deep: 0,
+            pins: Vec::new(),
         };
         if carved.grant.path.is_dir() {
             let protect = carved.grant.access == GrantAccess::ReadWrite;
@@ -218,17 +236,29 @@ impl CarvePlan {
         }
         carved.denied.sort_by(|a, b| a.path.cmp(&b.path));
         carved.denied.dedup_by(|a, b| a.path == b.path);
+        carved.pins.sort();
+        carved.pins.dedup();
+        // A directory that is masked itself is a mount point already.
+        carved
+            .pins
+            .retain(|p| !carved.denied.iter().any(|m| &m.path == p));
         carved.others.sort();
         self.carved.push(carved);
     }
 
-    /// Every entry to mask, deepest first (so a mask inside a masked directory is mounted
-    /// before the directory is covered), without duplicates.
+    /// Every entry to mask or pin, deepest first (so a mask inside a masked or pinned directory
+    /// is mounted before the directory is, and comes along with it), without duplicates.
     pub fn masks(&self) -> Vec<Mask> {
         let mut masks: Vec<Mask> = self
             .carved
             .iter()
-            .flat_map(|c| c.denied.iter().cloned())
+            .flat_map(|c| {
+                let pins = c.pins.iter().map(|p| Mask {
+                    path: p.clone(),
+                    kind: MaskKind::Pin,
+                });
+                c.denied.iter().cloned().chain(pins)
+            })
             .collect();
         masks.sort_by(|a, b| {
             b.path
@@ -236,6 +266,8 @@ impl CarvePlan {
                 .count()
                 .cmp(&a.path.components().count())
                 .then_with(|| a.path.cmp(&b.path))
+                // A path both pinned and masked is masked (a mount point either way).
+                .then_with(|| (a.kind == MaskKind::Pin).cmp(&(b.kind == MaskKind::Pin)))
         });
         masks.dedup_by(|a, b| a.path == b.path);
         masks
@@ -271,6 +303,19 @@ impl CarvePlan {
                         "masked in the server's view: {listed}; the directory {dir} stays \
                          {kept}{consequence} ({how})"
                     ));
+                    if !carved.pins.is_empty() {
+                        let pinned = carved
+                            .pins
+                            .iter()
+                            .map(|p| p.display().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ");
+                        notes.push(format!(
+                            "pinned in place, so the protected names inside cannot be moved away \
+                             and made again: {pinned} (writable; a rename into or out of them \
+                             fails with EXDEV)"
+                        ));
+                    }
                     details.push(format!(
                         "masked in the server's view: {listed}; {dir} stays {kept} ({how})"
                     ));
@@ -375,6 +420,23 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
+    /// Cover `mask` (found `depth` levels down); in a write grant, pin the directories between
+    /// the grant and it, so it cannot be moved away and a writable stand-in made in its place
+    /// (a `.envrc` or `.env` the host's tools load, as much as a hook).
+    fn cover(&mut self, mask: Mask, depth: usize) {
+        self.carved.deep += usize::from(depth > 1);
+        if self.protect {
+            let root = &self.root;
+            let between = mask
+                .path
+                .ancestors()
+                .skip(1)
+                .take_while(|a| a != root && a.starts_with(root));
+            self.carved.pins.extend(between.map(Path::to_path_buf));
+        }
+        self.carved.denied.push(mask);
+    }
+
     fn dir(&mut self, dir: &Path, depth: usize) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
@@ -391,15 +453,13 @@ impl Walk<'_> {
             let name = name.to_string_lossy();
             if self.deny.is_some_and(|d| d.is_match(&p)) {
                 if let Some(mask) = mask_for(&p, &self.root, MaskKind::File, self.notes) {
-                    self.carved.deep += usize::from(depth > 1);
-                    self.carved.denied.push(mask);
+                    self.cover(mask, depth);
                 }
                 continue;
             }
             if self.protect && is_protected_name(parent, &name) {
                 if let Some(mask) = mask_for(&p, &self.root, MaskKind::ReadOnly, self.notes) {
-                    self.carved.deep += usize::from(depth > 1);
-                    self.carved.denied.push(mask);
+                    self.cover(mask, depth);
                 }
                 // A protected directory is read-only as a whole; denied names inside it are
                 // still masked (mounted first: deepest first).
@@ -456,7 +516,7 @@ fn mask_for(p: &Path, dir: &Path, kind: MaskKind, notes: &mut Vec<String>) -> Op
         (p.to_path_buf(), link)
     };
     let kind = match kind {
-        MaskKind::ReadOnly => MaskKind::ReadOnly,
+        MaskKind::ReadOnly | MaskKind::Pin => kind,
         _ if meta.is_dir() => MaskKind::Dir,
         _ => MaskKind::File,
     };
@@ -612,6 +672,61 @@ mod tests {
             &mut Vec::new(),
         );
         assert!(!read.masks().iter().any(|m| m.kind == MaskKind::ReadOnly));
+        assert!(!read.masks().iter().any(|m| m.kind == MaskKind::Pin));
+    }
+
+    #[test]
+    fn directories_above_covered_names_are_pinned_in_write_grants_only() {
+        let (_tmp, d, set) = project();
+        std::fs::create_dir_all(d.join("x/y/.git/hooks")).unwrap();
+        std::fs::create_dir_all(d.join("a/b")).unwrap();
+        std::fs::write(d.join("a/b/.env"), "S=1").unwrap();
+        let masks = plan(&d, &set).masks();
+        let kind = |rel: &str| {
+            let p = d.join(rel);
+            let found: Vec<_> = masks.iter().filter(|m| m.path == p).collect();
+            assert!(found.len() <= 1, "{rel} listed twice: {masks:?}");
+            found.first().map(|m| m.kind)
+        };
+        for rel in ["x", "x/y", "x/y/.git", "a", "a/b"] {
+            assert_eq!(kind(rel), Some(MaskKind::Pin), "{rel}");
+        }
+        // The grant itself, names beside the path and the covered names are not pins.
+        assert_eq!(kind(""), None);
+        assert_eq!(kind("src"), None);
+        assert_eq!(kind("x/y/.git/hooks"), Some(MaskKind::ReadOnly));
+        assert_eq!(kind("a/b/.env"), Some(MaskKind::File));
+        // Deepest first: a pin comes after every mask inside it (so they come along).
+        let at = |rel: &str| masks.iter().position(|m| m.path == d.join(rel)).unwrap();
+        assert!(at("x/y/.git/hooks") < at("x/y/.git") && at("x/y/.git") < at("x"));
+
+        // The list-only fallback carves no pin.
+        let mut notes = Vec::new();
+        let settled =
+            plan(&d, &set).settle(&MaskSupport::Unavailable { why: "test".into() }, &mut notes);
+        assert!(settled.masks.is_empty());
+        assert!(!settled.grants.iter().any(|g| g.path == d.join("x/y")));
+        // With mounts the notes name the pins.
+        let mut notes = Vec::new();
+        plan(&d, &set).settle(&MaskSupport::Mounts { how: "test".into() }, &mut notes);
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with("pinned in place") && n.contains("/x/y/.git")),
+            "{notes:?}"
+        );
+
+        let mut read = CarvePlan::default();
+        read.add(
+            Grant {
+                path: d.clone(),
+                access: GrantAccess::Read,
+                why: "scope (read)".into(),
+            },
+            Some(&set),
+            &mut Vec::new(),
+        );
+        assert!(!read.masks().iter().any(|m| m.kind == MaskKind::Pin));
     }
 
     #[test]

@@ -111,6 +111,7 @@ pub enum MaskStep {
     WritableAgain,
     OpenTarget,
     OpenWritable,
+    BindPin,
 }
 
 impl MaskStep {
@@ -137,6 +138,7 @@ impl MaskStep {
             12 => MaskStep::WritableAgain,
             13 => MaskStep::OpenTarget,
             14 => MaskStep::OpenWritable,
+            15 => MaskStep::BindPin,
             _ => return None,
         })
     }
@@ -275,11 +277,22 @@ impl MaskPlan {
                     .map_err(MaskFailure::at(MaskStep::BindSelf, i))?,
                 MaskKind::Dir => sys::detached_tmpfs(c"mode", c"000", sys::MOUNT_ATTR_SEALED)
                     .map_err(MaskFailure::at(MaskStep::MountTmpfs, i))?,
+                MaskKind::Pin => {
+                    // Bound over itself with its attributes as they are (writable): only to
+                    // make it a mount point, which cannot be renamed or removed. Recursive, so
+                    // the read-only binds inside it (deeper: mounted first) come along.
+                    let tree = sys::clone_tree_of(target.as_fd(), true)
+                        .map_err(MaskFailure::at(MaskStep::BindPin, i))?;
+                    sys::attach_tree(tree.as_fd(), target.as_fd())
+                        .map_err(MaskFailure::at(MaskStep::BindPin, i))?;
+                    continue;
+                }
             };
             let step = match kind {
                 MaskKind::File => MaskStep::BindDevNull,
                 MaskKind::ReadOnly => MaskStep::BindSelf,
                 MaskKind::Dir => MaskStep::MountTmpfs,
+                MaskKind::Pin => MaskStep::BindPin,
             };
             attach_sealed(tree, &target, step, i)?;
         }
@@ -362,6 +375,7 @@ impl MaskPlan {
             MaskStep::RemountReadOnly => format!("remounting the mask on {path} read-only"),
             MaskStep::MountTmpfs => format!("mounting an empty tmpfs over {path}"),
             MaskStep::BindSelf => format!("binding {path} over itself (read-only)"),
+            MaskStep::BindPin => format!("binding {path} over itself (pinned, writable)"),
             MaskStep::BindWritable => format!(
                 "binding write grant {} onto itself",
                 self.writable_path(f.index)
