@@ -179,6 +179,20 @@ pub fn recover_id(content: &[u8]) -> Option<String> {
     (!id.starts_with('{') && !id.starts_with('[')).then(|| id.to_string())
 }
 
+/// The table key of the id a line that could not be parsed answers, when it can be read (see
+/// [`recover_id`]) and the line is not a request of its own (no `method`): the request it was
+/// meant to answer can then be failed at once instead of when the server exits.
+pub fn recover_answer_key(content: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(content);
+    let text = text.trim_start_matches('\u{feff}');
+    let env = reference_envelope(text).ok()?;
+    if env.method.is_some() {
+        return None;
+    }
+    let id = env.id?;
+    (!id.get().starts_with('{') && !id.get().starts_with('[')).then(|| id_key(id).into_owned())
+}
+
 /// Why a request's `params` cannot be judged.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ParamsError {

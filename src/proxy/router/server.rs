@@ -1,7 +1,8 @@
 //! Server → client: responses are matched to pending requests (for learning `tools/list`,
 //! logging, and answering in-flight requests if the server dies); a response that matches no
 //! request the server was sent, and a line that is not a JSON-RPC message, is dropped and
-//! reported (see [`super::super::integrity`]); requests and notifications pass through. A long
+//! reported (see [`super::super::integrity`]; the request such a line answers, when its id can
+//! be read, is failed at once); requests and notifications pass through. A long
 //! answer to a client request is streamed through piece by piece.
 
 use bytes::Bytes;
@@ -89,6 +90,30 @@ impl Router {
                         bad.message()
                     ),
                 );
+                // Direct, the client would have got the line; here it gets an error for the
+                // request the line answers, now rather than when the server exits.
+                let pending = message::recover_answer_key(Frame::content(&line))
+                    .and_then(|key| self.pending.remove(&key).map(|p| (key, p)));
+                if let Some((key, p)) = pending {
+                    records::close(
+                        &mut self.log,
+                        p.record,
+                        p.started,
+                        Outcome::Error,
+                        None,
+                        None,
+                    );
+                    self.reply(message::error_line(
+                        Some(p.raw_id.as_deref().unwrap_or(&key)),
+                        code::INTERNAL_ERROR,
+                        &format!(
+                            "mcpjail dropped the server's answer: it is not a JSON-RPC message \
+                             the proxy can check ({})",
+                            bad.message()
+                        ),
+                        None,
+                    ));
+                }
                 return;
             }
         };

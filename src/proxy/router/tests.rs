@@ -253,6 +253,12 @@ impl Server {
         w.write_all(&line).await.expect("write to the proxy");
     }
 
+    /// Bytes exactly as given, as the server's output.
+    pub async fn send_raw(&mut self, bytes: &[u8]) {
+        let w = self.fake.stdout.as_mut().expect("server stdout open");
+        w.write_all(bytes).await.expect("write to the proxy");
+    }
+
     /// Answer the proxy's own `tools/list` (the next message must be it) with `tools`.
     pub async fn answer_tools_list(&mut self, tools: Value) {
         let req = self.recv().await;
@@ -856,6 +862,39 @@ async fn a_client_listing_that_differs_from_the_proxys_fetch_is_learned() {
         None,
         "the denied call reached the server"
     );
+    server.exit(0);
+    assert_eq!(h.exit().await, 0);
+}
+
+/// A server answer the proxy cannot read (not UTF-8) is not forwarded, but the call it answers
+/// is failed at once with its own id — not left waiting until the server exits. An answer
+/// with a lone surrogate escape is valid JSON and goes through as written.
+#[tokio::test]
+async fn an_unreadable_server_answer_fails_its_call_at_once_and_a_lone_surrogate_passes() {
+    let mut h = Harness::start();
+    let mut server = h.handshake(false).await;
+    server.answer_tools_list(read_file_tool()).await;
+    h.send(call(1, "read_file", json!({"path": h.path("a.txt")})))
+        .await;
+    let _ = server.recv().await;
+    server
+        .send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"a\xffb\"}]}}\n")
+        .await;
+    let r = h.recv().await;
+    assert_eq!(r["id"], json!(1), "{r}");
+    assert_eq!(r["error"]["code"], json!(-32603), "{r}");
+    let msg = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("UTF-8"), "{msg}");
+
+    h.send(call(2, "read_file", json!({"path": h.path("a.txt")})))
+        .await;
+    let _ = server.recv().await;
+    let surrogate =
+        r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"a\ud800b"}]}}"#;
+    server.send_raw(format!("{surrogate}\n").as_bytes()).await;
+    assert_eq!(h.recv_line().await, format!("{surrogate}\n"));
+    h.close();
+    assert_eq!(server.try_recv().await, None);
     server.exit(0);
     assert_eq!(h.exit().await, 0);
 }
