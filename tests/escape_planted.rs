@@ -181,6 +181,13 @@ fn planted_project(owner: Option<u32>) -> (tempfile::TempDir, PathBuf, String) {
     write(&d.join(".git/hooks/pre-commit.sample"), "#!/bin/sh\n");
     write(&d.join("libs/vendored/.git/config"), "[core]\n");
     std::fs::create_dir_all(d.join("libs/vendored/.git/hooks")).unwrap();
+    // A submodule's git directory, which git uses when it works in the submodule.
+    write(
+        &d.join(".git/modules/vendor/HEAD"),
+        "ref: refs/heads/main\n",
+    );
+    write(&d.join(".git/modules/vendor/config"), "[core]\n");
+    std::fs::create_dir_all(d.join(".git/modules/vendor/hooks")).unwrap();
     write(&d.join(".bashrc"), "# rc\n");
     write(&d.join(".vscode/settings.json"), "{}\n");
     write(&d.join("pkg/.envrc"), "export X=1\n");
@@ -210,6 +217,21 @@ fn planted_ops(d: &Path) -> serde_json::Value {
             "append",
             p("libs/vendored/.git/config")
         ],
+        [
+            "create_submodule_hook",
+            "create",
+            p(".git/modules/vendor/hooks/post-checkout")
+        ],
+        [
+            "append_submodule_config",
+            "append",
+            p(".git/modules/vendor/config")
+        ],
+        [
+            "create_submodule_object",
+            "create",
+            p(".git/modules/vendor/objects-probe")
+        ],
         ["append_bashrc", "append", p(".bashrc")],
         ["read_bashrc", "read", p(".bashrc")],
         [
@@ -238,6 +260,8 @@ const PROTECTED_WRITES: &[&str] = &[
     "create_hook",
     "create_nested_hook",
     "append_nested_git_config",
+    "create_submodule_hook",
+    "append_submodule_config",
     "append_bashrc",
     "append_vscode_settings",
     "create_vscode_tasks",
@@ -279,6 +303,7 @@ fn assert_planted_jailed(run: &Run, secret: &str) {
     assert_eq!(run.get("create_file"), "OK");
     assert_eq!(run.get("replace_file"), "OK");
     assert_eq!(run.get("create_git_object"), "OK");
+    assert_eq!(run.get("create_submodule_object"), "OK");
 }
 
 #[tokio::test]
@@ -380,6 +405,9 @@ fn the_proxy_refuses_writes_to_protected_names_and_allows_reads() {
         ".git/hooks/pre-commit",
         ".git/config",
         "libs/vendored/.git/hooks/x",
+        ".git/modules/vendor/hooks/post-checkout",
+        ".git/modules/vendor/config",
+        ".git/modules/libs/nested/modules/inner/hooks/pre-push",
         ".bashrc",
         ".vscode/tasks.json",
         ".idea/workspace.xml",
@@ -399,6 +427,7 @@ fn the_proxy_refuses_writes_to_protected_names_and_allows_reads() {
         "src/main.rs",
         ".git/HEAD",
         ".git/refs/heads/main",
+        ".git/modules/vendor/objects/ab/cdef",
         ".gitignore",
     ] {
         assert!(scope.check(&d.join(rel), Access::Write).is_ok(), "{rel}");

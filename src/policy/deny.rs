@@ -144,6 +144,13 @@ pub const PROTECTED: &[&str] = &[
     "**/.codex",
 ];
 
+/// Protected names inside a repository's submodules' git directories (`.git/modules/<name>`,
+/// nested for nested submodules): their hooks and config, which git runs and reads when it
+/// works in the submodule (`git submodule update` from the top runs their `post-checkout`).
+/// The jail's walk finds them by looking into `.git/modules` (see `sandbox::carve`).
+pub const PROTECTED_IN_SUBMODULES: &[&str] =
+    &["**/.git/modules/**/hooks", "**/.git/modules/**/config"];
+
 /// The last components of the protected names, for walking a directory tree: `(parent, name)`
 /// where `parent` is `None` for "any directory" or `Some(".git")` / `Some(".claude")` for names
 /// that count only inside such a directory. `name` may end in `*` (a prefix match).

@@ -248,7 +248,7 @@ pub fn protected_by(path: &Path) -> Option<String> {
     static SET: std::sync::OnceLock<Option<GlobSet>> = std::sync::OnceLock::new();
     let set = SET.get_or_init(|| {
         let mut builder = GlobSetBuilder::new();
-        for p in super::deny::PROTECTED {
+        for p in protected_patterns() {
             builder.add(build_glob(p).ok()?);
             builder.add(build_glob(&format!("{p}/**")).ok()?);
         }
@@ -259,7 +259,13 @@ pub fn protected_by(path: &Path) -> Option<String> {
         return Some("(protected names)".into());
     };
     let i = set.matches(path).first().copied()?;
-    super::deny::PROTECTED.get(i / 2).map(|p| p.to_string())
+    protected_patterns().nth(i / 2).map(|p| p.to_string())
+}
+
+fn protected_patterns() -> impl Iterator<Item = &'static &'static str> {
+    super::deny::PROTECTED
+        .iter()
+        .chain(super::deny::PROTECTED_IN_SUBMODULES)
 }
 
 /// Component-wise prefix: `Path::starts_with` compares whole components.

@@ -32,7 +32,8 @@
 //!
 //! The tree under each grant is walked to a bounded depth ([`WALK_DEPTH`] levels below the
 //! grant, at most [`WALK_ENTRIES`] entries per grant), skipping dependency and build trees
-//! (`node_modules`, `.venv`, `target`...) and looking inside `.git` only at `hooks` and `config`.
+//! (`node_modules`, `.venv`, `target`...) and looking inside `.git` only at `hooks` and `config`,
+//! and at the same two in each submodule's git directory (`.git/modules/<name>`).
 //! Symlinks are never followed by the walk; a denied or protected symlink is covered at its
 //! target only when that target lies inside the grant. Deeper matches, and everything past the
 //! entry cap, are left to the proxy's argument checks, and the notes say where the walk stopped.
@@ -442,7 +443,6 @@ impl Walk<'_> {
             return;
         };
         let parent = dir.file_name().and_then(|n| n.to_str());
-        let in_git = parent == Some(".git");
         for entry in entries.flatten() {
             if self.budget == 0 {
                 return;
@@ -451,29 +451,19 @@ impl Walk<'_> {
             let p = entry.path();
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            if self.deny.is_some_and(|d| d.is_match(&p)) {
-                if let Some(mask) = mask_for(&p, &self.root, MaskKind::File, self.notes) {
-                    self.cover(mask, depth);
-                }
-                continue;
-            }
-            if self.protect && is_protected_name(parent, &name) {
-                if let Some(mask) = mask_for(&p, &self.root, MaskKind::ReadOnly, self.notes) {
-                    self.cover(mask, depth);
-                }
-                // A protected directory is read-only as a whole; denied names inside it are
-                // still masked (mounted first: deepest first).
-            } else if depth == 1 {
-                self.carved.others.push(p.clone());
+            match self.judge(&p, parent, &name, depth) {
+                Judged::Denied => continue,
+                Judged::Protected => {}
+                Judged::Other if depth == 1 => self.carved.others.push(p.clone()),
+                Judged::Other => {}
             }
             let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-            if in_git || !is_dir || WALK_SKIP.contains(&name.as_ref()) {
+            if !is_dir || WALK_SKIP.contains(&name.as_ref()) {
                 continue;
             }
             if name == ".git" {
-                // Only `hooks` and `config` matter inside `.git` (two names: looked at even at
-                // the depth limit); never its object store.
-                self.dir(&p, WALK_DEPTH + 1);
+                // Looked at even at the depth limit: only a few names matter inside.
+                self.git_dir(&p, 0);
                 continue;
             }
             if depth < WALK_DEPTH {
@@ -481,7 +471,88 @@ impl Walk<'_> {
             }
         }
     }
+
+    /// A git directory: a repository's `.git`, or a submodule's (`.git/modules/<name>`). Only
+    /// `hooks` and `config` matter here (what git runs and reads when it works in that
+    /// repository), and `modules`, the submodules' own git directories; never the object store.
+    fn git_dir(&mut self, dir: &Path, nesting: usize) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            if self.budget == 0 {
+                return;
+            }
+            self.budget -= 1;
+            let p = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if self.judge(&p, Some(".git"), &name, WALK_DEPTH + 1) == Judged::Other
+                && name == "modules"
+                && entry.file_type().is_ok_and(|t| t.is_dir())
+            {
+                self.submodules(&p, nesting + 1);
+            }
+        }
+    }
+
+    /// `.git/modules` (or a directory inside it): each submodule's git directory, found by its
+    /// `HEAD` (a submodule's name may hold `/`, which nests its directory further).
+    fn submodules(&mut self, dir: &Path, nesting: usize) {
+        if nesting > SUBMODULE_NESTING {
+            return;
+        }
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            if self.budget == 0 {
+                return;
+            }
+            self.budget -= 1;
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let p = entry.path();
+            if p.join("HEAD").is_file() {
+                self.git_dir(&p, nesting);
+            } else {
+                self.submodules(&p, nesting + 1);
+            }
+        }
+    }
+
+    /// Cover `p` (the entry `name` in a directory named `parent`, `depth` levels down) if it is
+    /// denied or, in a write grant, protected.
+    fn judge(&mut self, p: &Path, parent: Option<&str>, name: &str, depth: usize) -> Judged {
+        if self.deny.is_some_and(|d| d.is_match(p)) {
+            if let Some(mask) = mask_for(p, &self.root, MaskKind::File, self.notes) {
+                self.cover(mask, depth);
+            }
+            return Judged::Denied;
+        }
+        if self.protect && is_protected_name(parent, name) {
+            if let Some(mask) = mask_for(p, &self.root, MaskKind::ReadOnly, self.notes) {
+                self.cover(mask, depth);
+            }
+            // A protected directory is read-only as a whole; denied names inside it are still
+            // masked (mounted first: deepest first).
+            return Judged::Protected;
+        }
+        Judged::Other
+    }
 }
+
+/// What [`Walk::judge`] made of an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Judged {
+    Denied,
+    Protected,
+    Other,
+}
+
+/// How deep `.git/modules` directories are followed (nested submodules, and names with `/`).
+const SUBMODULE_NESTING: usize = 8;
 
 fn access_words(access: GrantAccess) -> &'static str {
     match access {
@@ -673,6 +744,49 @@ mod tests {
         );
         assert!(!read.masks().iter().any(|m| m.kind == MaskKind::ReadOnly));
         assert!(!read.masks().iter().any(|m| m.kind == MaskKind::Pin));
+    }
+
+    #[test]
+    fn submodules_git_directories_have_their_hooks_and_config_protected() {
+        let (_tmp, d, set) = project();
+        for gitdir in [
+            ".git",
+            ".git/modules/a",
+            ".git/modules/libs/b",
+            ".git/modules/a/modules/c",
+        ] {
+            std::fs::create_dir_all(d.join(gitdir).join("hooks")).unwrap();
+            std::fs::create_dir_all(d.join(gitdir).join("objects/ab")).unwrap();
+            std::fs::write(d.join(gitdir).join("HEAD"), "ref: refs/heads/main\n").unwrap();
+            std::fs::write(d.join(gitdir).join("config"), "[core]\n").unwrap();
+        }
+        let masks = plan(&d, &set).masks();
+        let kind = |rel: &str| masks.iter().find(|m| m.path == d.join(rel)).map(|m| m.kind);
+        for gitdir in [
+            ".git",
+            ".git/modules/a",
+            ".git/modules/libs/b",
+            ".git/modules/a/modules/c",
+        ] {
+            for name in ["hooks", "config"] {
+                let rel = format!("{gitdir}/{name}");
+                assert_eq!(kind(&rel), Some(MaskKind::ReadOnly), "{rel}");
+            }
+            assert_eq!(
+                kind(&format!("{gitdir}/objects")),
+                None,
+                "the object store is not walked"
+            );
+        }
+        // The git directories on the way are pinned, so none can be moved away.
+        for rel in [
+            ".git",
+            ".git/modules",
+            ".git/modules/a",
+            ".git/modules/libs/b",
+        ] {
+            assert_eq!(kind(rel), Some(MaskKind::Pin), "{rel}");
+        }
     }
 
     #[test]
