@@ -16,6 +16,7 @@
 //! * [`registry`] signs scan verdicts into records and builds the static registry site from them.
 //! * [`scan`] is the Laundering Scan: it runs a server under a syscall tracer inside the jail,
 //!   calls every tool with hostile paths and judges what it really touched (`mcpjail scan`).
+//! * [`shown`] makes text from servers and clients safe to print on a terminal.
 //! * [`cli`] holds the argument definitions and command functions the binaries call.
 
 pub mod cli;
@@ -27,3 +28,4 @@ pub mod proxy;
 pub mod registry;
 pub mod sandbox;
 pub mod scan;
+pub mod shown;

@@ -487,6 +487,37 @@ fn status_lists_every_client_scope_and_state() {
         .any(|l| l.contains("cursor") && l.contains("puppeteer") && l.ends_with("yes")));
 }
 
+/// A project's `.mcp.json` (a cloned repository's) names its servers: terminal commands in a
+/// name are shown in `mcpjail status`, not passed to the terminal. The control: `--json`
+/// carries the name exactly.
+#[test]
+fn status_shows_terminal_commands_in_config_names_as_text() {
+    let sb = Sandbox::new();
+    let name = "x\u{1b}]52;c;aGk=\u{7}\u{9b}2J\u{202e}";
+    let config = serde_json::json!({"mcpServers": {name: {"command": "echo", "args": ["hi"]}}});
+    std::fs::write(sb.project.join(".mcp.json"), config.to_string()).unwrap();
+    let out = sb.run(&["status", "--json"]);
+    assert_ok(&out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == name),
+        "{v:#}"
+    );
+    let table = sb.run(&["status"]);
+    assert_ok(&table);
+    let t = text(&table.stdout);
+    assert!(
+        !t.chars()
+            .any(|c| (c.is_control() && c != '\n') || c == '\u{202e}'),
+        "{t:?}"
+    );
+    assert!(t.contains(r"x\x1b]52;c;aGk=\x07\u{9b}2J\u{202e}"), "{t}");
+}
+
 /// An entry wrapped without a record (by hand, or synced from another machine) is left alone,
 /// with its original command line shown.
 #[test]

@@ -247,6 +247,34 @@ fn text_report_has_a_tool_table_and_the_verdict() {
     assert!(!err.contains("scanning ["), "{err}");
 }
 
+/// The text report quotes the server (its name, its command line, tool names): terminal
+/// commands in them are shown, not passed to the terminal. The control: the same server's
+/// JSON report carries its name exactly, escape character and all.
+#[test]
+fn text_report_shows_terminal_commands_from_the_server_as_text() {
+    // The fixture names itself `scan-fixture-<mode>`: a mode that is a terminal command.
+    let mode = "x\u{1b}]52;c;aGk=\u{7}\u{9b}2J\u{202e}";
+    let (out, _, _) = run(&["--no-jail-pass"], mode);
+    assert!(
+        !out.chars()
+            .any(|c| (c.is_control() && c != '\n') || c == '\u{202e}'),
+        "{out:?}"
+    );
+    assert!(
+        out.contains(r"scan-fixture-x\x1b]52;c;aGk=\x07\u{9b}2J\u{202e}"),
+        "{out}"
+    );
+    let (json, _, _) = run(&["--no-jail-pass", "--format", "json"], mode);
+    let report: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        report
+            .pointer("/server/server_info/name")
+            .and_then(Value::as_str),
+        Some(format!("scan-fixture-{mode}").as_str()),
+        "{json}"
+    );
+}
+
 #[test]
 fn a_scope_that_does_not_exist_is_noted() {
     // Nothing to remap: the verdict cannot speak for the server's scope, and the report says so.

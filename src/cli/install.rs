@@ -18,6 +18,7 @@ use crate::clients::apply::{self, FilePlan, Problem};
 use crate::clients::scan::{self, FileScan, ServerEntry};
 use crate::clients::startcheck::{self, StartOutcome, StartTarget};
 use crate::clients::{self, diff, record, ClientId, HostEnv};
+use crate::shown::shown;
 
 #[derive(Debug, Clone, Args)]
 pub struct InstallArgs {
@@ -163,12 +164,18 @@ pub(super) fn resolve_proxy(arg: Option<PathBuf>) -> anyhow::Result<PathBuf> {
 fn print_problems(host: &HostEnv, problems: &[Problem]) {
     for p in problems {
         match &p.server {
+            // Names and parse errors quote config files a cloned project may have written.
             Some(s) => eprintln!(
-                "warning: {}: server `{s}`: {}",
-                display_path(host, &p.file),
-                p.message
+                "warning: {}: server `{}`: {}",
+                crate::shown::shown(&display_path(host, &p.file)),
+                crate::shown::shown(s),
+                crate::shown::shown_text(&p.message)
             ),
-            None => eprintln!("warning: {}: {}", display_path(host, &p.file), p.message),
+            None => eprintln!(
+                "warning: {}: {}",
+                crate::shown::shown(&display_path(host, &p.file)),
+                crate::shown::shown_text(&p.message)
+            ),
         }
     }
 }
@@ -182,6 +189,9 @@ fn print_diffs(host: &HostEnv, plans: &[FilePlan], color: bool) -> anyhow::Resul
             &plan.original,
             &plan.new,
         );
+        // A config file may hold C1 controls or bidi marks inside its strings (JSON and TOML
+        // allow them raw): the diff shows them, before its own colour is added.
+        let d = crate::shown::shown_text(&d).into_owned();
         let d = if color { diff::colorize(&d) } else { d };
         writeln!(out, "# {} ({})", shown, plan.file.client)?;
         out.write_all(d.as_bytes())?;
@@ -425,13 +435,14 @@ fn report_starts(targets: &[StartTarget], limit: Duration, what: &str) -> usize 
     for (t, o) in targets.iter().zip(&outcomes) {
         match o {
             StartOutcome::Started { millis } => {
-                eprintln!("  starts          {} ({} ms)", t.label, millis)
+                eprintln!("  starts          {} ({} ms)", shown(&t.label), millis)
             }
             StartOutcome::Failed { reason } => {
                 failing += 1;
-                eprintln!("  does not start  {}", t.label);
+                eprintln!("  does not start  {}", shown(&t.label));
+                // The reason quotes the server's stderr.
                 for line in reason.lines() {
-                    eprintln!("                  {line}");
+                    eprintln!("                  {}", shown(line));
                 }
             }
             StartOutcome::TimedOut { limit } => {
@@ -439,7 +450,7 @@ fn report_starts(targets: &[StartTarget], limit: Duration, what: &str) -> usize 
                 eprintln!(
                     "  does not start  {}\n                  no answer to initialize within {} s \
                      (a first run may still be downloading; hint: --check-timeout SECONDS)",
-                    t.label,
+                    shown(&t.label),
                     limit.as_secs()
                 );
             }
@@ -637,12 +648,14 @@ pub fn run_status(args: StatusArgs, global: &GlobalArgs) -> anyhow::Result<ExitC
             } else {
                 "no".to_string()
             };
+            // Names and paths come from config files a cloned project may have written: shown
+            // with terminal controls escaped (before the widths are measured).
             rows.push([
                 e.client.to_string(),
-                display_path(&host, &e.file),
+                shown(&display_path(&host, &e.file)).into_owned(),
                 e.scope.to_string(),
-                e.name.clone(),
-                e.transport.clone(),
+                shown(&e.name).into_owned(),
+                shown(&e.transport).into_owned(),
                 wrapped,
             ]);
         }

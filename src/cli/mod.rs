@@ -161,10 +161,12 @@ pub fn init_tracing(global: &GlobalArgs) {
             _ => LevelFilter::TRACE,
         }
     };
+    use tracing_subscriber::field::MakeExt as _;
     let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(global.color.use_color_on_stderr())
-        .with_target(false);
+        .with_target(false)
+        .fmt_fields(tracing_subscriber::fmt::format::debug_fn(shown_field).delimited(" "));
     // Without a variable, a plain level filter: an `EnvFilter` for one bare level still builds
     // its directive tables and judges every call site as it is first reached, which cost every
     // proxy start ~0.05–0.09 ms (paired A/B, 500 starts each way).
@@ -178,6 +180,24 @@ pub fn init_tracing(global: &GlobalArgs) {
             .try_init(),
         Err(_) => builder.with_max_level(default).try_init(),
     };
+}
+
+/// One field of a log event, written the way tracing's default does (`message` bare, others
+/// `name=value`), with terminal controls escaped ([`crate::shown`]): messages quote servers
+/// and clients (tool names, stderr tails, ids), and tracing's own sanitising leaves `\r`,
+/// most C0 controls and the bidi marks through. `\n` is kept: hints are lines of their own.
+fn shown_field(
+    writer: &mut tracing_subscriber::fmt::format::Writer<'_>,
+    field: &tracing::field::Field,
+    value: &dyn fmt::Debug,
+) -> fmt::Result {
+    let text = format!("{value:?}");
+    let text = crate::shown::shown_text(&text);
+    if field.name() == "message" {
+        write!(writer, "{text}")
+    } else {
+        write!(writer, "{}={text}", field.name())
+    }
 }
 
 /// Print an error chain once, the way ripgrep does, and pick the exit status.
@@ -199,7 +219,8 @@ fn error_status(program: &str, err: &anyhow::Error) -> u8 {
     for cause in err.chain().skip(1) {
         text.push_str(&format!("\n  caused by: {cause}"));
     }
-    eprintln!("{text}");
+    // Errors quote servers and files (a stderr tail, a tool name): shown, not obeyed.
+    eprintln!("{}", crate::shown::shown_text(&text));
     if err.chain().any(|c| c.downcast_ref::<UserError>().is_some()) {
         1
     } else {
@@ -296,5 +317,60 @@ fn main_proxy_status() -> u8 {
     match proxy::run_status(cli.args, &cli.global) {
         Ok(status) => status,
         Err(err) => error_status("mcpjail-proxy", &err),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// A `tracing` writer into a shared buffer.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A warning that quotes a server (a tool name, a stderr tail) reaches the terminal with
+    /// every terminal control shown, the `\r`, C0 and bidi marks tracing's own sanitising
+    /// leaves through included; its own line breaks (a `hint:` line) stay.
+    #[test]
+    fn log_events_show_terminal_controls_in_messages_and_fields() {
+        use tracing_subscriber::field::MakeExt as _;
+        let out = Captured::default();
+        let writer = out.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .fmt_fields(tracing_subscriber::fmt::format::debug_fn(shown_field).delimited(" "))
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            let name = "t\x1b]52;c;eA==\x07\r\u{202e}\x0e";
+            tracing::warn!(tool = name, "tool {name} changed\nhint: approve it");
+        });
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        assert!(
+            !text
+                .chars()
+                .any(|c| c != '\n' && crate::shown::acts_on_terminal(c)),
+            "{text:?}"
+        );
+        assert!(
+            text.contains(r"tool t\x1b]52;c;eA==\x07\r\u{202e}\x0e changed"),
+            "{text:?}"
+        );
+        assert!(text.contains("\nhint: approve it"), "{text:?}");
+        assert!(text.contains("tool=\"t\\u{1b}"), "{text:?}");
     }
 }

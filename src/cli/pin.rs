@@ -13,6 +13,7 @@ use serde_json::json;
 
 use super::{GlobalArgs, UserError};
 use crate::policy::pins::{list_servers, pins_dir, resolve_name, PinError, PinStore};
+use crate::shown::shown;
 
 #[derive(Debug, Clone, Subcommand)]
 pub enum PinCommand {
@@ -69,11 +70,13 @@ pub fn run(cmd: PinCommand, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
             } else {
                 for store in &stores {
                     let f = store.file();
+                    // Tool names are the servers' choice: shown, not obeyed by the terminal.
+                    let server = shown(&f.server);
                     let pending = f.tools.values().filter(|p| p.pending.is_some()).count();
                     writeln!(
                         out,
                         "{}  ({} tools{})",
-                        f.server,
+                        server,
                         f.tools.len(),
                         if pending > 0 {
                             format!(", {pending} CHANGED")
@@ -82,6 +85,7 @@ pub fn run(cmd: PinCommand, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
                         }
                     )?;
                     for (tool, pin) in &f.tools {
+                        let tool = shown(tool);
                         match &pin.pending {
                             Some(p) => writeln!(
                                 out,
@@ -89,7 +93,7 @@ pub fn run(cmd: PinCommand, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
                                 &pin.hash[..12.min(pin.hash.len())],
                                 &p.hash[..12.min(p.hash.len())],
                                 p.seen,
-                                f.server
+                                server
                             )?,
                             None => writeln!(
                                 out,
@@ -126,7 +130,7 @@ pub fn run(cmd: PinCommand, global: &GlobalArgs) -> anyhow::Result<ExitCode> {
             }
             if !global.quiet {
                 for t in &approved {
-                    eprintln!("approved {name} {t}");
+                    eprintln!("approved {} {}", shown(&name), shown(t));
                 }
             }
             Ok(ExitCode::SUCCESS)

@@ -21,6 +21,7 @@ use crate::registry::keys;
 use crate::registry::record::{tools_digest, Record, ServerIdentity};
 use crate::registry::site;
 use crate::registry::store::{Added, Registry};
+use crate::shown::shown;
 
 #[derive(Debug, Clone, Args)]
 pub struct KeygenArgs {
@@ -195,17 +196,22 @@ pub fn run_registry(cmd: RegistryCommand) -> anyhow::Result<ExitCode> {
                 });
                 println!("{out:#}");
             } else {
+                // A record's names are its author's choice: shown, not obeyed by the terminal.
                 for (path, r) in &good {
                     println!(
                         "ok      {} ({} {}, signed by {})",
-                        path.display(),
-                        r.server.name,
-                        r.server.version_label(),
-                        r.signer.key_id
+                        shown(&path.display().to_string()),
+                        shown(&r.server.name),
+                        shown(r.server.version_label()),
+                        shown(&r.signer.key_id)
                     );
                 }
                 for f in &bad {
-                    println!("FAILED  {}: {}", f.path.display(), f.reason);
+                    println!(
+                        "FAILED  {}: {}",
+                        shown(&f.path.display().to_string()),
+                        shown(&f.reason)
+                    );
                 }
                 println!("{} verified, {} failed", good.len(), bad.len());
             }
@@ -301,21 +307,22 @@ pub fn run_verify(args: VerifyArgs, _global: &GlobalArgs) -> anyhow::Result<Exit
         if judged.is_empty() {
             println!("no local (stdio) servers in any client config");
         }
+        // Names come from client configs (a cloned project's) and registry records.
         for j in &judged {
             println!(
                 "{:<9} {} › {} ({} {}){}",
                 j.status,
-                j.client_file,
-                j.name,
-                j.server,
-                j.version,
+                shown(&j.client_file),
+                shown(&j.name),
+                shown(&j.server),
+                shown(&j.version),
                 j.verdict
                     .as_deref()
-                    .map(|v| format!(": {v}"))
+                    .map(|v| format!(": {}", shown(v)))
                     .unwrap_or_default()
             );
             if !j.detail.is_empty() {
-                println!("          {}", j.detail);
+                println!("          {}", shown(&j.detail));
             }
         }
     }

@@ -11,12 +11,21 @@
 //! disk filled up) stops writing to the file, prints the lost line on stderr, and from then on
 //! the proxy refuses every checked call ([`CallLog::audit_failure`]) rather than let one go
 //! unrecorded; the session otherwise goes on (pings, listings, answers already in flight).
+//!
+//! Most of what a line shows was chosen by others: the tool name and paths by the client (a
+//! model), reasons and notes quote the server. On stderr every such field goes through
+//! [`crate::shown`] (a one-line record's fields with their newlines escaped too), so a name
+//! like `read\x1b]52;c;…\x07` is printed, not obeyed by the user's terminal; the colour of
+//! `ALLOW`/`DENY` is added after. In the audit file, JSON escapes the C0 controls and
+//! [`TerminalSafeJson`] the C1 controls and bidi marks, so `tail -f` on it is safe as well.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
+
+use crate::shown::{shown, shown_text};
 
 /// One call, as logged.
 #[derive(Debug, Clone)]
@@ -125,7 +134,7 @@ impl CallLog {
             // Opening proves little (`/dev/full` opens): the first line must be written.
             let line = json!({"ts": now(), "server": server, "event": "session_start",
                               "pid": std::process::id(), "version": env!("CARGO_PKG_VERSION")});
-            file.write_all(format!("{line}\n").as_bytes())
+            file.write_all(json_line(&line).as_bytes())
                 .map_err(|source| AuditOpenError {
                     path: path.to_path_buf(),
                     source,
@@ -185,10 +194,12 @@ impl CallLog {
         self.live
     }
 
-    /// A free-form line on the live log (start-up report, respawns).
+    /// A free-form line on the live log (start-up report, respawns). The text often quotes a
+    /// server or client: it is shown with terminal controls escaped.
     pub fn note(&self, text: &str) {
         if self.live {
-            write_stderr_line(&format!("{} {} {}", now(), self.server, text));
+            let line = format!("{} {} {}", now(), self.server, text);
+            write_stderr_line(&shown_text(&line));
         }
     }
 
@@ -205,8 +216,7 @@ impl CallLog {
         if let Value::Object(fields) = fields {
             entry.extend(fields);
         }
-        let mut line = Value::Object(entry).to_string();
-        line.push('\n');
+        let line = json_line(&Value::Object(entry));
         self.append(&line);
     }
 
@@ -218,10 +228,10 @@ impl CallLog {
             let mut line = format!(
                 "{} {} NET {verdict} {}:{} {}",
                 now(),
-                self.server,
-                rec.host,
+                shown(&self.server),
+                shown(&rec.host),
                 rec.port,
-                rec.kind
+                shown(&rec.kind)
             );
             if rec.allowed {
                 line.push_str(&format!(
@@ -232,7 +242,7 @@ impl CallLog {
                 ));
             }
             if let Some(reason) = &rec.reason {
-                line.push_str(&format!(" ({reason})"));
+                line.push_str(&format!(" ({})", shown(reason)));
             }
             write_stderr_line(&line);
         }
@@ -255,34 +265,34 @@ impl CallLog {
     pub fn record(&mut self, rec: &CallRecord) {
         if self.live {
             let verdict = verdict_word(rec.allowed, self.color);
-            let what = rec.tool.clone().unwrap_or_else(|| rec.method.clone());
+            let what = rec.tool.as_deref().unwrap_or(&rec.method);
             let paths = if rec.paths.is_empty() {
                 "-".to_string()
             } else {
                 rec.paths
                     .iter()
-                    .map(|p| redact_str(p))
+                    .map(|p| shown(&redact_str(p)).into_owned())
                     .collect::<Vec<_>>()
                     .join(",")
             };
             let mut line = format!(
                 "{} {} {} {} {} {} {}B",
                 now(),
-                self.server,
-                what,
+                shown(&self.server),
+                shown(what),
                 paths,
                 verdict,
                 human_latency(rec.latency),
                 rec.result_bytes
             );
             if let Some(reason) = &rec.reason {
-                line.push_str(&format!(" ({})", redact_str(reason)));
+                line.push_str(&format!(" ({})", shown(&redact_str(reason))));
             }
             if rec.outcome != "ok" && rec.outcome != "denied" {
                 line.push_str(&format!(" [{}]", rec.outcome));
             }
             if let Some(hint) = &rec.jail_hint {
-                line.push_str(&format!(" ({})", redact_str(hint)));
+                line.push_str(&format!(" ({})", shown(&redact_str(hint))));
             }
             write_stderr_line(&line);
         }
@@ -305,10 +315,43 @@ impl CallLog {
             if let Some(hint) = &rec.jail_hint {
                 entry["jail_hint"] = Value::String(redact_str(hint));
             }
-            let mut line = entry.to_string();
-            line.push('\n');
+            let line = json_line(&entry);
             self.append(&line);
         }
+    }
+}
+
+/// One audit record as a JSON line. serde_json escapes the C0 controls in strings; the C1
+/// controls and bidi marks it leaves raw are escaped as well ([`TerminalSafeJson`]).
+fn json_line(value: &Value) -> String {
+    use serde::Serialize as _;
+    let mut out = Vec::with_capacity(256);
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, TerminalSafeJson);
+    // Serialising a `Value` into a Vec does not fail (its keys are strings).
+    let _ = value.serialize(&mut ser);
+    out.push(b'\n');
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// serde_json's compact output, with every character [`crate::shown`] would escape written
+/// as a `\uXXXX` escape: the same JSON value, and no byte in the file that a terminal obeys.
+struct TerminalSafeJson;
+
+impl serde_json::ser::Formatter for TerminalSafeJson {
+    fn write_string_fragment<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut start = 0;
+        for (i, c) in fragment.char_indices() {
+            if crate::shown::acts_on_terminal(c) {
+                writer.write_all(&fragment.as_bytes()[start..i])?;
+                write!(writer, "\\u{:04x}", u32::from(c))?;
+                start = i + c.len_utf8();
+            }
+        }
+        writer.write_all(&fragment.as_bytes()[start..])
     }
 }
 
@@ -511,6 +554,22 @@ mod tests {
             let written = std::fs::read_to_string(&file).unwrap();
             prop_assert!(written.ends_with('\n'));
         }
+    }
+
+    /// The audit log is exact JSON a terminal cannot act on: C0 (serde_json's) and C1
+    /// controls and bidi marks are `\u` escapes, and the record reads back unchanged.
+    #[test]
+    fn audit_lines_escape_c1_and_bidi_and_keep_the_value() {
+        let value = json!({"tool": "a\u{1b}]0;T\u{7}\u{9b}2J\u{202e}\u{2066}é", "\u{85}key": 1});
+        let line = json_line(&value);
+        assert!(line.ends_with('\n'));
+        assert!(line.contains(r"\u001b") && line.contains(r"\u009b") && line.contains(r"\u202e"));
+        assert!(line.contains(r"\u2066") && line.contains(r"\u0085") && line.contains('é'));
+        assert!(
+            !line.trim_end().chars().any(crate::shown::acts_on_terminal),
+            "{line}"
+        );
+        assert_eq!(serde_json::from_str::<Value>(&line).unwrap(), value);
     }
 
     #[test]

@@ -2,6 +2,12 @@
 //! as frames by the router, its stderr copied to ours line by line (see [`StderrCopy`]) while
 //! the last [`STDERR_TAIL_BYTES`] of it are kept, so a server that dies can be explained from
 //! what it wrote (see [`crate::sandbox::explain_failure`]).
+//!
+//! The copy is not byte for byte: escape sequences and other terminal controls in the
+//! server's stderr are shown, not obeyed (see [`emit`] and [`crate::shown`]). The jail keeps
+//! the user's terminal away from the server's own stdio; without this the proxy would hand
+//! the server's bytes to that terminal itself (clipboard writes by OSC 52, a new window
+//! title, a cleared screen, a `\r` that rewrites one of the proxy's `ALLOW` lines).
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -508,11 +514,13 @@ impl StderrTail {
         ring.drain(..over);
     }
 
-    /// The tail as text; a first line cut by the ring's start is dropped.
+    /// The tail as text, terminal controls shown as [`emit`] shows them (it is quoted in
+    /// messages that reach a terminal); a first line cut by the ring's start is dropped.
     pub fn text(&self) -> String {
         let ring = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let bytes: Vec<u8> = ring.iter().copied().collect();
-        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let shown = crate::shown::neutralise(&bytes, crate::shown::Keep::Lines);
+        let text = String::from_utf8_lossy(&shown).into_owned();
         if bytes.len() >= STDERR_TAIL_BYTES {
             if let Some(i) = text.find('\n') {
                 return text[i + 1..].to_string();
@@ -629,8 +637,14 @@ impl StderrCopy {
     }
 }
 
+/// One line (or a partial one) of the server's stderr onto ours, with every character that
+/// could act on a terminal written out visibly ([`crate::shown`]). Always, not only when our
+/// stderr is a terminal: a client that captures it into a log file puts the same bytes in
+/// front of a user who runs `tail -f` on that file, and a line is judged on its own, so a
+/// sequence cannot be assembled from pieces of separate writes.
 fn emit(bytes: &[u8]) {
-    let _ = std::io::stderr().write_all(bytes);
+    let shown = crate::shown::neutralise(bytes, crate::shown::Keep::Lines);
+    let _ = std::io::stderr().write_all(&shown);
 }
 
 /// Copy the server's stderr as it arrives, until the pipe's EOF.

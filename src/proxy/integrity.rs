@@ -14,6 +14,7 @@
 use serde_json::json;
 
 use super::audit::CallLog;
+use crate::shown::shown;
 
 /// Client requests forwarded to the server and not answered yet. Past this, new requests are
 /// answered by the proxy with an error and not forwarded.
@@ -135,16 +136,17 @@ impl Violations {
     }
 }
 
-/// A request id as shown in a log line: at most 64 characters of it.
+/// A request id as shown in a log line: at most 64 bytes of it, terminal controls escaped
+/// (either side chooses its ids; see [`crate::shown`]).
 pub fn shown_id(raw: &str) -> String {
     if raw.len() <= 64 {
-        return raw.to_string();
+        return shown(raw).into_owned();
     }
     let mut end = 64;
     while !raw.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}… ({} bytes)", &raw[..end], raw.len())
+    format!("{}… ({} bytes)", shown(&raw[..end]), raw.len())
 }
 
 #[cfg(test)]
@@ -175,5 +177,6 @@ mod tests {
         let long = "é".repeat(100);
         let s = shown_id(&long);
         assert!(s.contains("… (200 bytes)"), "{s}");
+        assert_eq!(shown_id("\"\x1b]0;T\x07\""), r#""\x1b]0;T\x07""#);
     }
 }

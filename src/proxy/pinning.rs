@@ -26,6 +26,7 @@ use super::audit::CallLog;
 use super::check::Refusal;
 use crate::policy::pins::{resolve_name, PinError, PinKey, PinMode, PinStore};
 use crate::policy::Access;
+use crate::shown::shown;
 
 /// The proxy's pinning state for one session.
 #[derive(Debug)]
@@ -314,16 +315,6 @@ impl Pinning {
     }
 }
 
-/// A server-chosen name for a log line: control characters escaped, so a tool name cannot
-/// forge or hide log lines.
-fn shown(name: &str) -> String {
-    if name.chars().any(char::is_control) {
-        format!("{:?}", name)
-    } else {
-        name.to_string()
-    }
-}
-
 fn shown_names(names: &[String]) -> String {
     names
         .iter()
@@ -372,6 +363,6 @@ mod tests {
     fn quotes_and_escapes_server_chosen_words() {
         assert_eq!(shell_word("read_file"), "read_file");
         assert_eq!(shell_word("it's here"), r"'it'\''s here'");
-        assert_eq!(shown("a\nb"), r#""a\nb""#);
+        assert_eq!(shown("a\nb\x1b]0;T\x07"), r"a\nb\x1b]0;T\x07");
     }
 }

@@ -35,7 +35,9 @@ fn evidence_line(e: &Evidence) -> String {
     s
 }
 
-/// The human report.
+/// The human report. Most of it quotes the server (its name, tool names, paths it touched):
+/// a tool name is shown as a one-line field, and the whole text with terminal controls
+/// escaped ([`crate::shown`]), so printing the report cannot act on the user's terminal.
 pub fn text(report: &ScanReport) -> String {
     let mut out = String::new();
     let s = &report.server;
@@ -65,7 +67,7 @@ pub fn text(report: &ScanReport) -> String {
     let width = report
         .tools
         .iter()
-        .map(|t| t.tool.len())
+        .map(|t| crate::shown::shown(&t.tool).chars().count())
         .max()
         .unwrap_or(4)
         .max(4);
@@ -78,7 +80,7 @@ pub fn text(report: &ScanReport) -> String {
         let _ = writeln!(
             out,
             "  {:<width$}  {:<10}  {:>6}  {:<7}  {:<11}  {}",
-            t.tool,
+            crate::shown::shown(&t.tool),
             t.verdict.as_str(),
             t.probes,
             if t.control_ok { "ok" } else { "FAILED" },
@@ -179,7 +181,7 @@ pub fn text(report: &ScanReport) -> String {
             ""
         }
     );
-    out
+    crate::shown::shown_text(&out).into_owned()
 }
 
 const RULES: &[(&str, &str, &str, &str)] = &[

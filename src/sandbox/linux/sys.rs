@@ -462,8 +462,9 @@ pub fn is_terminal(fd: libc::c_int) -> bool {
 }
 
 /// Put `/dev/null` in place of every standard descriptor that is a terminal: a jailed server
-/// never holds one (no `TIOCSTI` keystroke injection, no escape sequences to the user's
-/// terminal). Async-signal-safe.
+/// never holds one (no `TIOCSTI` keystroke injection, no escape sequences written straight
+/// to the user's terminal; what it writes to the stderr pipe the proxy copies with its
+/// terminal controls shown, see `proxy::child`). Async-signal-safe.
 pub fn stdio_off_terminals(dev_null: &CStr) -> io::Result<()> {
     for fd in 0..3 {
         if !is_terminal(fd) {
