@@ -482,7 +482,8 @@ fn read_text(resp: &Value) -> String {
 
 /// `file:` URIs a WHATWG parser (Node, the `url` crate behind pydantic's `AnyUrl`) reads
 /// differently from a prefix strip: `\` is `/` and removes the `..` it delimits, tabs and
-/// newlines vanish, leading spaces and controls are stripped. Each names a credential deeper
+/// newlines vanish, leading spaces and controls are stripped. (A `..` after a directory that
+/// does not exist is refused as such; after one that does, by the name it leads to.) Each names a credential deeper
 /// than the jail's mask walk, or a protected name that does not exist yet: files only the proxy
 /// guards. Behind the proxy each is refused; run directly (the control) the same server reads
 /// the secret and plants the files.
@@ -496,18 +497,22 @@ fn file_uris_are_read_as_the_servers_url_parser_reads_them() {
     let s = scope.display();
     let reads = [
         ("tools/call", format!("file://{s}/l1/l2/l3/l4/x\\..\\.env")),
-        ("tools/call", format!("file://{s}/l1/l2/l3/l4/x/.%2e/.env")),
+        ("tools/call", format!("file://{s}/l1/l2/l3/l4/.%2e/l4/.env")),
         ("resources/read", format!(" file://{s}/l1/l2/l3/l4/.env")),
         ("resources/read", format!("fi\tle://{s}/l1/l2/l3/l4/.env")),
         (
             "resources/read",
-            format!("file://{s}/l1/l2/l3/l4/x\\..\\.e\nnv"),
+            format!("file://{s}/l1/l2\\l3\\l4\\.e\nnv"),
         ),
     ];
     let writes = [
         (
             format!("file://{s}/x\\..\\.vscode\\tasks.json"),
             ".vscode/tasks.json",
+        ),
+        (
+            format!("file://{s}/sub\\..\\.vscode\\settings.json"),
+            ".vscode/settings.json",
         ),
         (
             format!("file://{s}/.clau\tde/settings.json"),

@@ -66,9 +66,27 @@ pub fn is_file_url(s: &str) -> bool {
     false
 }
 
+/// A `file:` URL's local path, and the other path it may name when it has `..` segments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileUrl {
+    /// As WHATWG parsers and `fileURLToPath` read it: `..` removes the segment before it by
+    /// name, so `/P/link/..` is `/P` whatever `link` points to.
+    pub path: PathBuf,
+    /// When the URL has `..` segments: its segments decoded with each `..` kept, for the
+    /// filesystem to resolve through symlinks. A server that decodes the URL without a WHATWG
+    /// parser (Python's `urlparse` and `url2pathname`) opens this one, and through a symlink it
+    /// is somewhere else.
+    pub with_dotdot: Option<PathBuf>,
+}
+
 /// The local path a `file:` URL names, as WHATWG parsers and `fileURLToPath` read it;
 /// `Ok(None)` when `s` is not a `file:` URL at all.
 pub fn file_url_path(s: &str) -> Result<Option<PathBuf>, FileUrlError> {
+    Ok(parse_file_url(s)?.map(|url| url.path))
+}
+
+/// [`file_url_path`] with the `..`-kept reading too ([`FileUrl::with_dotdot`]).
+pub fn parse_file_url(s: &str) -> Result<Option<FileUrl>, FileUrlError> {
     if !is_file_url(s) {
         return Ok(None);
     }
@@ -83,7 +101,16 @@ pub fn file_url_path(s: &str) -> Result<Option<PathBuf>, FileUrlError> {
         return Err(FileUrlError::QueryOrFragment);
     }
     let path_input = after_host(rest)?;
-    decode(&pathname(path_input)).map(Some)
+    let (lexical, has_dotdot) = pathname(path_input, false);
+    let with_dotdot = if has_dotdot {
+        Some(decode(&pathname(path_input, true).0)?)
+    } else {
+        None
+    };
+    Ok(Some(FileUrl {
+        path: decode(&lexical)?,
+        with_dotdot,
+    }))
 }
 
 /// What follows `file:` without its host: the input of the path state.
@@ -124,13 +151,20 @@ fn is_localhost(host: &str) -> bool {
 
 /// The path state: split at `/` and `\`, drop `.` segments, let `..` remove the segment before
 /// it (never a leading drive letter), and end with an empty segment where a trailing `.` or
-/// `..` stood. Returns the pathname: `/` before each segment.
-fn pathname(input: &str) -> String {
+/// `..` stood. Returns the pathname (`/` before each segment) and whether it had a `..`.
+/// `keep_dotdot` writes each `..` as `..` instead, for the filesystem to resolve.
+fn pathname(input: &str, keep_dotdot: bool) -> (String, bool) {
     let mut path: Vec<Cow<'_, str>> = Vec::new();
+    let mut has_dotdot = false;
     let mut parts = input.split(['/', '\\']).peekable();
     while let Some(segment) = parts.next() {
         let last = parts.peek().is_none();
         if is_double_dot(segment) {
+            has_dotdot = true;
+            if keep_dotdot {
+                path.push(Cow::Borrowed(".."));
+                continue;
+            }
             let drive_only = path.len() == 1 && is_normalized_drive_letter(&path[0]);
             if !drive_only {
                 path.pop();
@@ -157,7 +191,7 @@ fn pathname(input: &str) -> String {
     if out.is_empty() {
         out.push('/');
     }
-    out
+    (out, has_dotdot)
 }
 
 /// `fileURLToPath`'s decoding: an encoded `/` is refused, the rest percent-decoded; the bytes
@@ -255,6 +289,22 @@ mod tests {
         // A drive letter is a segment `..` cannot remove.
         assert_eq!(ok("file:///C|/../x"), "/C:/x");
         assert_eq!(ok("file://C:/x"), "/C:/x");
+    }
+
+    #[test]
+    fn dotdot_is_also_given_for_the_filesystem_to_walk() {
+        let url = |s: &str| parse_file_url(s).unwrap().unwrap();
+        assert_eq!(url("file:///P/a.txt").with_dotdot, None);
+        assert_eq!(url("file:///P/./a.txt").with_dotdot, None);
+        for s in [
+            "file:///P/link/../a",
+            "file:///P/link\\%2e%2e/a",
+            "file:///P/link/.%2E/a",
+        ] {
+            let u = url(s);
+            assert_eq!(u.path, PathBuf::from("/P/a"), "{s}");
+            assert_eq!(u.with_dotdot, Some(PathBuf::from("/P/link/../a")), "{s}");
+        }
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! * `file:` URLs are read as the servers' WHATWG URL parsers read them ([`super::file_url`]:
 //!   `\` is `/`, tabs and newlines vanish, `..` and `%2e%2e` segments are removed, then the
 //!   path is percent-decoded); other hosts, other schemes, queries and fragments are refused
-//!   ([`ResolveError::BadUri`]).
+//!   ([`ResolveError::BadUri`]). A URL with `..` names two paths, the parser's (by name) and
+//!   the filesystem's (through symlinks, what a server that only decodes opens): refused
+//!   unless both are the same file.
 //! * `~`, `~/x`, `~user/x`, `$HOME`, `${HOME}` are expanded (only at the start, the way shells and
 //!   `os.path.expanduser` do).
 //! * Relative paths are joined to the server's cwd. Backslashes are ordinary filename bytes on
@@ -62,7 +64,7 @@ pub enum ResolveError {
     Io { path: String, reason: String },
 }
 
-/// Resolve `raw` to a canonical absolute path: percent-decode `file://` URIs; expand `~` and
+/// Resolve `raw` to a canonical absolute path: read `file:` URLs as WHATWG parsers do; expand `~` and
 /// `$HOME`; resolve relative paths against `ctx.cwd`; canonicalize resolving symlinks; for a
 /// target that does not exist yet, canonicalize the deepest existing ancestor and append the
 /// rest (rejecting `..` in the missing part); reject NUL bytes and overlong paths.
@@ -80,8 +82,8 @@ pub fn resolve(raw: &str, ctx: &ResolveContext) -> Result<PathBuf, ResolveError>
             max: MAX_PATH_BYTES,
         });
     }
-    let path = if let Some(uri_path) = file_uri_path(raw)? {
-        uri_path
+    let path = if let Some(url) = file_uri(raw)? {
+        return resolve_file_url(raw, url, ctx);
     } else if has_url_scheme(raw) {
         return Err(ResolveError::BadUri(format!(
             "{raw} (only file:// URIs name local files)"
@@ -89,6 +91,40 @@ pub fn resolve(raw: &str, ctx: &ResolveContext) -> Result<PathBuf, ResolveError>
     } else {
         expand_home(raw, ctx)?
     };
+    canonical(path, ctx)
+}
+
+/// A file URL's path, canonical. With `..` segments it names two paths — the URL parser's (by
+/// name) and the filesystem's (through symlinks) — and servers open one or the other: refused
+/// unless both are the same file.
+fn resolve_file_url(
+    raw: &str,
+    url: super::file_url::FileUrl,
+    ctx: &ResolveContext,
+) -> Result<PathBuf, ResolveError> {
+    let by_name = canonical(url.path, ctx)?;
+    let Some(with_dotdot) = url.with_dotdot else {
+        return Ok(by_name);
+    };
+    match canonical(with_dotdot, ctx) {
+        Ok(walked) if walked == by_name => Ok(by_name),
+        walked => {
+            let walked = match walked {
+                Ok(p) => p.display().to_string(),
+                Err(e) => e.to_string(),
+            };
+            Err(ResolveError::BadUri(format!(
+                "{} (URL parsers read its `..` as {}, the filesystem as {walked}; \
+                 write the URI without `..`)",
+                display_prefix(Path::new(raw)),
+                by_name.display()
+            )))
+        }
+    }
+}
+
+/// `path` made absolute against `ctx.cwd` and canonicalized, with the length checks.
+fn canonical(path: PathBuf, ctx: &ResolveContext) -> Result<PathBuf, ResolveError> {
     let absolute = if path.is_absolute() {
         path
     } else {
@@ -115,8 +151,8 @@ pub(crate) fn has_url_scheme(raw: &str) -> bool {
 
 /// If `raw` is a `file:` URL (as WHATWG parsers read it), the path it names; `Ok(None)` if it
 /// is not one at all.
-fn file_uri_path(raw: &str) -> Result<Option<PathBuf>, ResolveError> {
-    super::file_url::file_url_path(raw).map_err(|e| match e {
+fn file_uri(raw: &str) -> Result<Option<super::file_url::FileUrl>, ResolveError> {
+    super::file_url::parse_file_url(raw).map_err(|e| match e {
         super::file_url::FileUrlError::NulByte => ResolveError::NulByte,
         other => ResolveError::BadUri(format!("{} ({other})", display_prefix(Path::new(raw)))),
     })
@@ -512,7 +548,7 @@ mod tests {
         let s = scope.display();
         let a = scope.join("a.txt");
         for raw in [
-            format!("file://{s}/x\\..\\a.txt"),
+            format!("file://{s}/sub\\..\\a.txt"),
             format!("file://{s}\\a.txt"),
             format!("file://{s}/a.t\txt"),
             format!("file://{s}/a.\ntxt"),
@@ -520,15 +556,30 @@ mod tests {
             format!("\u{1}file://{s}/a.txt "),
             format!("fi\tle://{s}/a.txt"),
             format!("FiLe://LOCALHOST{s}/a.txt"),
-            format!("file://{s}/x/.%2e/a.txt"),
-            format!("file://{s}/x/%2E./a.txt"),
+            format!("file://{s}/sub/.%2e/a.txt"),
+            format!("file://{s}/sub/%2E./a.txt"),
             format!("file://{s}/%2e/a.txt"),
         ] {
             assert_eq!(r(&f, &raw).unwrap(), a, "{raw:?}");
         }
-        // Dot segments go before the filesystem is asked, as the server's parser removes them:
-        // `missing/..` is no `..` in a missing tail.
-        assert_eq!(r(&f, &format!("file://{s}/missing/../a.txt")).unwrap(), a);
+        // `..` that names the same file by name and through the filesystem.
+        assert_eq!(r(&f, &format!("file://{s}/sub/../a.txt")).unwrap(), a);
+        // `in` -> `sub`: both readings are scope/a.txt. `homelink` -> home: the URL parser
+        // reads scope/a.txt, the filesystem root/a.txt; `out` is a file and `missing` does not
+        // exist: the filesystem cannot walk them. Servers open one or the other: refused.
+        assert_eq!(r(&f, &format!("file://{s}/in/../a.txt")).unwrap(), a);
+        symlink(f.root.join("home"), scope.join("homelink")).unwrap();
+        for raw in [
+            format!("file://{s}/homelink/../a.txt"),
+            format!("file://{s}/homelink\\%2e%2e\\a.txt"),
+            format!("file://{s}/out/../a.txt"),
+            format!("file://{s}/missing/../a.txt"),
+        ] {
+            assert!(
+                matches!(r(&f, &raw), Err(ResolveError::BadUri(e)) if e.contains("`..`")),
+                "{raw:?}"
+            );
+        }
         assert!(matches!(
             r(&f, &format!("file:/\\evil{s}/a.txt")),
             Err(ResolveError::BadUri(e)) if e.contains("`evil`")
