@@ -445,3 +445,135 @@ fn big_results_pass_through_byte_for_byte_and_are_logged() {
         .expect("a log entry for the big call");
     assert_eq!(entry["result_bytes"], json!(want.len() + 1), "{entry}");
 }
+
+/// `tests/js/uri_server.mjs` (Node: `fileURLToPath(new URL(uri))`) on the tree's scope, behind
+/// the jailed proxy or run directly (the control).
+fn uri_server(t: &Tree, direct: bool) -> Session {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js/uri_server.mjs");
+    let mut cmd = if direct {
+        std::process::Command::new("node")
+    } else {
+        let mut c = std::process::Command::new(PROXY);
+        c.args(["--", "node"]);
+        c
+    };
+    cmd.arg(script)
+        .arg(t.scope())
+        .current_dir(t.scope())
+        .env("HOME", t.root().join("home"))
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut s = Session::spawn(cmd);
+    s.initialize();
+    s
+}
+
+/// The text a `read_uri` call or a `resources/read` came back with (empty for a refusal).
+fn read_text(resp: &Value) -> String {
+    let r = &resp["result"];
+    r["contents"][0]["text"]
+        .as_str()
+        .or(r["content"][0]["text"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `file:` URIs a WHATWG parser (Node, the `url` crate behind pydantic's `AnyUrl`) reads
+/// differently from a prefix strip: `\` is `/` and removes the `..` it delimits, tabs and
+/// newlines vanish, leading spaces and controls are stripped. (A `..` after a directory that
+/// does not exist is refused as such; after one that does, by the name it leads to.) Each names a credential deeper
+/// than the jail's mask walk, or a protected name that does not exist yet: files only the proxy
+/// guards. Behind the proxy each is refused; run directly (the control) the same server reads
+/// the secret and plants the files.
+#[test]
+fn file_uris_are_read_as_the_servers_url_parser_reads_them() {
+    let t = Tree::new();
+    let scope = t.scope();
+    let deep = scope.join("l1/l2/l3/l4");
+    std::fs::create_dir_all(&deep).unwrap();
+    std::fs::write(deep.join(".env"), "DEEP_SECRET=hunter2").unwrap();
+    let s = scope.display();
+    let reads = [
+        ("tools/call", format!("file://{s}/l1/l2/l3/l4/x\\..\\.env")),
+        ("tools/call", format!("file://{s}/l1/l2/l3/l4/.%2e/l4/.env")),
+        ("resources/read", format!(" file://{s}/l1/l2/l3/l4/.env")),
+        ("resources/read", format!("fi\tle://{s}/l1/l2/l3/l4/.env")),
+        (
+            "resources/read",
+            format!("file://{s}/l1/l2\\l3\\l4\\.e\nnv"),
+        ),
+    ];
+    let writes = [
+        (
+            format!("file://{s}/x\\..\\.vscode\\tasks.json"),
+            ".vscode/tasks.json",
+        ),
+        (
+            format!("file://{s}/sub\\..\\.vscode\\settings.json"),
+            ".vscode/settings.json",
+        ),
+        (
+            format!("file://{s}/.clau\tde/settings.json"),
+            ".claude/settings.json",
+        ),
+        (format!("file://{s}/.mc\np.json"), ".mcp.json"),
+    ];
+    let attempt = |s: &mut Session| -> (Vec<Value>, Vec<Value>) {
+        let r = reads
+            .iter()
+            .map(|(method, uri)| match *method {
+                "tools/call" => s.call("read_uri", json!({ "uri": uri })),
+                _ => s.request("resources/read", json!({ "uri": uri })),
+            })
+            .collect();
+        let w = writes
+            .iter()
+            .map(|(uri, _)| s.call("write_uri", json!({"uri": uri, "content": "{}"})))
+            .collect();
+        (r, w)
+    };
+
+    let mut jailed = uri_server(&t, false);
+    // Ordinary and odd-but-in-scope URIs still reach the server.
+    let r = jailed.call("read_uri", json!({"uri": format!("file://{s}/a.txt")}));
+    assert_eq!(read_text(&r), "alpha", "{r}");
+    let r = jailed.request(
+        "resources/read",
+        json!({"uri": format!("fi\tle://{s}/sub\\b.txt")}),
+    );
+    assert_eq!(read_text(&r), "beta", "{r}");
+    let (r, w) = attempt(&mut jailed);
+    for (resp, (method, uri)) in r.iter().zip(&reads) {
+        assert!(
+            !read_text(resp).contains("DEEP"),
+            "{method} {uri:?} leaked: {resp}"
+        );
+        let refused = is_denial(resp) || resp["error"]["code"] == json!(-32602);
+        assert!(refused, "{method} {uri:?} not refused: {resp}");
+        assert!(resp.to_string().contains(".env"), "{resp}");
+    }
+    for (resp, (uri, name)) in w.iter().zip(&writes) {
+        assert!(is_denial(resp), "{uri:?}: {resp}");
+        assert!(result_text(resp).contains(name), "{resp}");
+        assert!(!scope.join(name).exists(), "{uri:?} planted {name}");
+    }
+    drop(jailed);
+
+    let mut direct = uri_server(&t, true);
+    let (r, w) = attempt(&mut direct);
+    for (resp, (method, uri)) in r.iter().zip(&reads) {
+        assert_eq!(
+            read_text(resp),
+            "DEEP_SECRET=hunter2",
+            "{method} {uri:?}: {resp}"
+        );
+    }
+    for (resp, (uri, name)) in w.iter().zip(&writes) {
+        assert!(
+            scope.join(name).exists(),
+            "{uri:?} did not write {name}: {resp}"
+        );
+    }
+}

@@ -70,9 +70,7 @@ fn plain_relative(raw: &str) -> bool {
         && !raw.starts_with('~')
         && !raw.starts_with('$')
         && !raw.contains("://")
-        && !raw
-            .get(..5)
-            .is_some_and(|p| p.eq_ignore_ascii_case("file:"))
+        && !crate::policy::file_url::is_file_url(raw)
         && no_dotdot(raw)
 }
 

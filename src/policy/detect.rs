@@ -23,6 +23,8 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
+use super::file_url::is_file_url;
+
 /// Deepest schema nesting walked (and `$ref` hops counted in it).
 const MAX_SCHEMA_DEPTH: usize = 32;
 /// Schema nodes visited per tool; a hostile schema cannot make `tools/list` quadratic.
@@ -701,7 +703,7 @@ fn is_non_file_url(s: &str) -> bool {
         return true;
     }
     (super::resolve::has_url_scheme(s) || has_opaque_scheme(s))
-        && !s.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("file:"))
+        && !is_file_url(s)
         && !s.contains("..")
         && !s.contains('%')
 }
@@ -732,7 +734,8 @@ pub fn looks_like_path(s: &str) -> bool {
         || s.starts_with("..\\")
         || s.starts_with("$HOME")
         || s.starts_with("${HOME}")
-        || s.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("file:"))
+        // As a server's URL parser reads it: ` file:`, `fi\tle:` too.
+        || is_file_url(s)
         || (b.len() >= 3
             && b[0].is_ascii_alphabetic()
             && b[1] == b':'
@@ -870,6 +873,15 @@ mod tests {
             values(&t, json!({"data": "file:///etc/passwd"})),
             ["file:///etc/passwd"]
         );
+        // What a server's URL parser reads as a file URL is one, by schema or by value.
+        for uri in [
+            "fi\tle:///etc/passwd",
+            "\u{1}file:///etc/passwd",
+            " FILE:/etc",
+        ] {
+            assert_eq!(values(&t, json!({"data": uri}))[0], uri, "{uri:?}");
+            assert_eq!(values(&t, json!({"other": uri}))[0], uri, "{uri:?}");
+        }
         // Prose in a free-text field; a bare path there is still checked.
         assert!(values(&t, json!({"message": "/ is the root, ~ is home"})).is_empty());
         assert_eq!(

@@ -7,6 +7,7 @@
 //!
 //! * [`resolve`] — the one path-resolution function everything uses (`file://`, `~`, relative,
 //!   symlinks, not-yet-existing targets, `..`, NUL).
+//! * [`file_url`] — `file:` URLs read as servers' WHATWG parsers read them.
 //! * [`detect`] — which tool arguments carry paths (schema names, `format`, value heuristics).
 //! * [`scope`] — the Scope type and its allow/deny checks.
 //! * [`command`] — the server command line, parsed once (launcher, script, package, args).
@@ -27,6 +28,7 @@ pub mod derive;
 pub mod detect;
 pub mod export;
 pub mod file;
+pub mod file_url;
 pub mod globs;
 pub mod net;
 pub mod pins;

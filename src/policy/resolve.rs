@@ -3,8 +3,12 @@
 //! Everything that decides "is this path allowed" first calls [`resolve`], so the rules live in
 //! one place:
 //!
-//! * `file://` URIs (`file:///x`, `file://localhost/x`, `file:/x`, any case) are percent-decoded;
-//!   other hosts, other schemes, queries and fragments are refused ([`ResolveError::BadUri`]).
+//! * `file:` URLs are read as the servers' WHATWG URL parsers read them ([`super::file_url`]:
+//!   `\` is `/`, tabs and newlines vanish, `..` and `%2e%2e` segments are removed, then the
+//!   path is percent-decoded); other hosts, other schemes, queries and fragments are refused
+//!   ([`ResolveError::BadUri`]). A URL with `..` names two paths, the parser's (by name) and
+//!   the filesystem's (through symlinks, what a server that only decodes opens): refused
+//!   unless both are the same file.
 //! * `~`, `~/x`, `~user/x`, `$HOME`, `${HOME}` are expanded (only at the start, the way shells and
 //!   `os.path.expanduser` do).
 //! * Relative paths are joined to the server's cwd. Backslashes are ordinary filename bytes on
@@ -23,7 +27,7 @@
 
 use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 /// Longest path accepted (Linux `PATH_MAX`).
@@ -60,7 +64,7 @@ pub enum ResolveError {
     Io { path: String, reason: String },
 }
 
-/// Resolve `raw` to a canonical absolute path: percent-decode `file://` URIs; expand `~` and
+/// Resolve `raw` to a canonical absolute path: read `file:` URLs as WHATWG parsers do; expand `~` and
 /// `$HOME`; resolve relative paths against `ctx.cwd`; canonicalize resolving symlinks; for a
 /// target that does not exist yet, canonicalize the deepest existing ancestor and append the
 /// rest (rejecting `..` in the missing part); reject NUL bytes and overlong paths.
@@ -78,8 +82,8 @@ pub fn resolve(raw: &str, ctx: &ResolveContext) -> Result<PathBuf, ResolveError>
             max: MAX_PATH_BYTES,
         });
     }
-    let path = if let Some(uri_path) = file_uri_path(raw)? {
-        uri_path
+    let path = if let Some(url) = file_uri(raw)? {
+        return resolve_file_url(raw, url, ctx);
     } else if has_url_scheme(raw) {
         return Err(ResolveError::BadUri(format!(
             "{raw} (only file:// URIs name local files)"
@@ -87,6 +91,40 @@ pub fn resolve(raw: &str, ctx: &ResolveContext) -> Result<PathBuf, ResolveError>
     } else {
         expand_home(raw, ctx)?
     };
+    canonical(path, ctx)
+}
+
+/// A file URL's path, canonical. With `..` segments it names two paths — the URL parser's (by
+/// name) and the filesystem's (through symlinks) — and servers open one or the other: refused
+/// unless both are the same file.
+fn resolve_file_url(
+    raw: &str,
+    url: super::file_url::FileUrl,
+    ctx: &ResolveContext,
+) -> Result<PathBuf, ResolveError> {
+    let by_name = canonical(url.path, ctx)?;
+    let Some(with_dotdot) = url.with_dotdot else {
+        return Ok(by_name);
+    };
+    match canonical(with_dotdot, ctx) {
+        Ok(walked) if walked == by_name => Ok(by_name),
+        walked => {
+            let walked = match walked {
+                Ok(p) => p.display().to_string(),
+                Err(e) => e.to_string(),
+            };
+            Err(ResolveError::BadUri(format!(
+                "{} (URL parsers read its `..` as {}, the filesystem as {walked}; \
+                 write the URI without `..`)",
+                display_prefix(Path::new(raw)),
+                by_name.display()
+            )))
+        }
+    }
+}
+
+/// `path` made absolute against `ctx.cwd` and canonicalized, with the length checks.
+fn canonical(path: PathBuf, ctx: &ResolveContext) -> Result<PathBuf, ResolveError> {
     let absolute = if path.is_absolute() {
         path
     } else {
@@ -111,54 +149,13 @@ pub(crate) fn has_url_scheme(raw: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'-' || b == b'.')
 }
 
-/// If `raw` is a `file:` URI, its decoded path; `Ok(None)` if it is not a `file:` URI at all.
-fn file_uri_path(raw: &str) -> Result<Option<PathBuf>, ResolveError> {
-    let Some(prefix) = raw.get(..5) else {
-        return Ok(None);
-    };
-    if !prefix.eq_ignore_ascii_case("file:") {
-        return Ok(None);
-    }
-    let rest = &raw[5..];
-    let encoded_path = if let Some(after) = rest.strip_prefix("//") {
-        // file://HOST/PATH: only an empty host or localhost names this machine.
-        let (host, path) = match after.find('/') {
-            Some(i) => (&after[..i], &after[i..]),
-            None => (after, ""),
-        };
-        if !(host.is_empty() || host.eq_ignore_ascii_case("localhost")) {
-            return Err(ResolveError::BadUri(format!(
-                "{raw} (host `{host}` is not this machine)"
-            )));
-        }
-        if path.is_empty() {
-            return Err(ResolveError::BadUri(format!("{raw} (no path)")));
-        }
-        path
-    } else if rest.starts_with('/') {
-        // file:/PATH (RFC 8089 minimal form).
-        rest
-    } else {
-        return Err(ResolveError::BadUri(format!(
-            "{raw} (a file URI must be absolute: file:///path)"
-        )));
-    };
-    // A server may or may not strip `?query`/`#fragment` before opening; refuse rather than guess.
-    if encoded_path.contains('?') || encoded_path.contains('#') {
-        return Err(ResolveError::BadUri(format!(
-            "{raw} (queries and fragments are not allowed in file URIs)"
-        )));
-    }
-    let bytes: Vec<u8> = percent_encoding::percent_decode_str(encoded_path).collect();
-    if bytes.contains(&0) {
-        return Err(ResolveError::NulByte);
-    }
-    if std::str::from_utf8(&bytes).is_err() {
-        return Err(ResolveError::BadUri(format!(
-            "{raw} (decodes to bytes that are not UTF-8)"
-        )));
-    }
-    Ok(Some(PathBuf::from(OsString::from_vec(bytes))))
+/// If `raw` is a `file:` URL (as WHATWG parsers read it), the path it names; `Ok(None)` if it
+/// is not one at all.
+fn file_uri(raw: &str) -> Result<Option<super::file_url::FileUrl>, ResolveError> {
+    super::file_url::parse_file_url(raw).map_err(|e| match e {
+        super::file_url::FileUrlError::NulByte => ResolveError::NulByte,
+        other => ResolveError::BadUri(format!("{} ({other})", display_prefix(Path::new(raw)))),
+    })
 }
 
 /// Expand a leading `~`, `~user`, `$HOME` or `${HOME}`.
@@ -514,8 +511,9 @@ mod tests {
         // Percent-encoded traversal decodes and climbs out.
         let enc = format!("file://{}/scope/%2e%2e/secret", f.root.display());
         assert_eq!(r(&f, &enc).unwrap(), f.root.join("secret"));
+        // An encoded `/` is a separator to the `url` crate and refused by Node: refused.
         let enc = format!("file://{}/scope/%2E%2E%2Fsecret", f.root.display());
-        assert_eq!(r(&f, &enc).unwrap(), f.root.join("secret"));
+        assert!(matches!(r(&f, &enc), Err(ResolveError::BadUri(_))));
         assert!(matches!(
             r(&f, "file://evil.example/etc/passwd"),
             Err(ResolveError::BadUri(_))
@@ -539,6 +537,53 @@ mod tests {
         ));
         // Percent signs outside a URI are literal.
         assert_eq!(r(&f, "%2e%2e").unwrap(), f.root.join("scope/%2e%2e"));
+    }
+
+    /// The forms a server's WHATWG parser reads differently from a plain prefix strip resolve
+    /// to the file the server opens (and so meet its deny and protected-name checks).
+    #[test]
+    fn file_urls_resolve_to_what_the_servers_url_parser_opens() {
+        let f = fx();
+        let scope = f.root.join("scope");
+        let s = scope.display();
+        let a = scope.join("a.txt");
+        for raw in [
+            format!("file://{s}/sub\\..\\a.txt"),
+            format!("file://{s}\\a.txt"),
+            format!("file://{s}/a.t\txt"),
+            format!("file://{s}/a.\ntxt"),
+            format!(" file://{s}/a.txt"),
+            format!("\u{1}file://{s}/a.txt "),
+            format!("fi\tle://{s}/a.txt"),
+            format!("FiLe://LOCALHOST{s}/a.txt"),
+            format!("file://{s}/sub/.%2e/a.txt"),
+            format!("file://{s}/sub/%2E./a.txt"),
+            format!("file://{s}/%2e/a.txt"),
+        ] {
+            assert_eq!(r(&f, &raw).unwrap(), a, "{raw:?}");
+        }
+        // `..` that names the same file by name and through the filesystem.
+        assert_eq!(r(&f, &format!("file://{s}/sub/../a.txt")).unwrap(), a);
+        // `in` -> `sub`: both readings are scope/a.txt. `homelink` -> home: the URL parser
+        // reads scope/a.txt, the filesystem root/a.txt; `out` is a file and `missing` does not
+        // exist: the filesystem cannot walk them. Servers open one or the other: refused.
+        assert_eq!(r(&f, &format!("file://{s}/in/../a.txt")).unwrap(), a);
+        symlink(f.root.join("home"), scope.join("homelink")).unwrap();
+        for raw in [
+            format!("file://{s}/homelink/../a.txt"),
+            format!("file://{s}/homelink\\%2e%2e\\a.txt"),
+            format!("file://{s}/out/../a.txt"),
+            format!("file://{s}/missing/../a.txt"),
+        ] {
+            assert!(
+                matches!(r(&f, &raw), Err(ResolveError::BadUri(e)) if e.contains("`..`")),
+                "{raw:?}"
+            );
+        }
+        assert!(matches!(
+            r(&f, &format!("file:/\\evil{s}/a.txt")),
+            Err(ResolveError::BadUri(e)) if e.contains("`evil`")
+        ));
     }
 
     #[test]

@@ -126,7 +126,7 @@ fn is_absolute_form(value: &str) -> bool {
         || v.starts_with("$HOME")
         || v.starts_with("${HOME}")
         || v.contains("://")
-        || v.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("file:"))
+        || crate::policy::file_url::is_file_url(value)
 }
 
 /// Check a `resources/read` of a `file://` URI (read access).

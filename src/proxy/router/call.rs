@@ -11,7 +11,7 @@ use super::Kind;
 pub(crate) enum Checked {
     /// `tools/call`: a tool and its arguments (an object; absent or `null` is `{}`).
     Tool { name: String, arguments: Value },
-    /// `resources/read` of a `file:` URI.
+    /// `resources/read` of a `file:` URI (as WHATWG URL parsers read it).
     FileRead { uri: String },
     /// `resources/read` of any other URI: nothing for the proxy to check.
     OtherResource,
@@ -173,10 +173,8 @@ fn parse_whole(kind: Kind, params_text: &str) -> Result<CheckedRequest, Unjudgea
                 "resources/read needs a string `uri`".into(),
             ));
         };
-        if uri
-            .get(..5)
-            .is_some_and(|s| s.eq_ignore_ascii_case("file:"))
-        {
+        // As the server's URL parser reads it: `" file:…"` and `"fi\tle:…"` are file URLs too.
+        if crate::policy::file_url::is_file_url(uri) {
             Checked::FileRead {
                 uri: uri.to_string(),
             }
@@ -224,6 +222,15 @@ mod tests {
                 .what,
             Checked::FileRead { .. }
         ));
+        // What the server's URL parser reads as `file:` is checked as a file read.
+        for uri in [r#"" file:///x""#, r#""fi\tle:///x""#, r#""\u0001FILE:/x""#] {
+            assert!(matches!(
+                parse(Kind::ResourcesRead, &format!(r#"{{"uri":{uri}}}"#))
+                    .unwrap()
+                    .what,
+                Checked::FileRead { .. }
+            ));
+        }
         assert!(matches!(
             parse(Kind::ResourcesRead, r#"{"uri":"mem://x"}"#)
                 .unwrap()
