@@ -91,14 +91,14 @@ impl LinuxJail {
                 layer: "seccomp".into(),
                 enforcement: Enforcement::Fully,
                 detail: format!(
-                    "EPERM for {}; clone3 -> ENOSYS; {}",
+                    "EPERM for {}; clone3, openat2 -> ENOSYS; {}",
                     plan.denied.join(","),
                     if plan.sockets_unix_only {
                         "only AF_UNIX sockets may be created (UDP/raw/netlink closed)"
                     } else if net.allow_all {
                         "all socket families allowed (--allow-net)"
                     } else {
-                        "TCP sockets only from socket(), stream socketpair() (UDP/raw/netlink and AF_UNIX sockets closed; TCP ports judged by Landlock)"
+                        "TCP sockets only from socket(), stream/seqpacket socketpair() (UDP/raw/netlink and AF_UNIX sockets closed; TCP ports judged by Landlock)"
                     }
                 ),
             });
@@ -113,6 +113,7 @@ impl LinuxJail {
             });
             None
         };
+        tcp_past_landlock(net, seccomp.as_ref(), &mut report);
         // Named UNIX sockets (ssh-agent, gpg-agent, tmux, the session bus, docker.sock): Landlock
         // ABI 7 does not mediate connect() to them (LANDLOCK_ACCESS_FS_RESOLVE_UNIX is newer), so
         // the only closure here is seccomp's, and only with the network off.
@@ -129,14 +130,16 @@ impl LinuxJail {
             },
             detail: if tcp_open {
                 "connect() stays for TCP, but socket() cannot make an AF_UNIX socket and a \
-                 socketpair() cannot be a datagram one, so no socket can reach a named socket \
-                 outside the jail (ssh-agent, gpg-agent, tmux, dbus, docker.sock, X11); stream \
-                 socketpair() works; abstract sockets are scoped by Landlock"
+                 socketpair() only a stream or seqpacket one (allowed by list: SOCK_RAW is a \
+                 datagram socket too), so no socket can reach a named socket outside the jail \
+                 (ssh-agent, gpg-agent, tmux, dbus, docker.sock, X11); stream socketpair() \
+                 works; abstract sockets are scoped by Landlock"
                     .into()
             } else if unix_closed {
-                "connect() refused and no datagram UNIX sockets: named sockets outside the jail \
-                 (ssh-agent, gpg-agent, tmux, dbus, docker.sock, X11) are unreachable; abstract \
-                 ones are scoped by Landlock"
+                "connect() refused and no datagram UNIX sockets (only SOCK_STREAM and \
+                 SOCK_SEQPACKET may be made, by list: SOCK_RAW is a datagram socket too): named \
+                 sockets outside the jail (ssh-agent, gpg-agent, tmux, dbus, docker.sock, X11) \
+                 are unreachable; abstract ones are scoped by Landlock"
                     .into()
             } else {
                 "OPEN: with all network allowed (--allow-net) every socket call stays, and this \
@@ -759,6 +762,46 @@ fn egress_namespace(
         ));
     }
     None
+}
+
+/// Two TCP calls pass Landlock's port checks (ABI 7): a send with `MSG_FASTOPEN` connects
+/// without the connect hook (landlock-lsm issue 41), and `listen()` on an unbound socket
+/// auto-binds an ephemeral port on every address without the bind hook (Landlock has no listen
+/// right). seccomp refuses the first whenever TCP is judged by port, and `listen()` where no bind
+/// port is allowed; what stays open makes the `landlock_net` layer partial, and says so.
+fn tcp_past_landlock(net: &NetRules, seccomp: Option<&SeccompPlan>, report: &mut [LayerReport]) {
+    if net.allow_all {
+        return;
+    }
+    let tcp_judged = !net.connect_ports().is_empty() || !net.tcp_bind_ports.is_empty();
+    let Some(layer) = report.iter_mut().find(|l| l.layer == "landlock_net") else {
+        return;
+    };
+    if !tcp_judged || layer.enforcement == Enforcement::NotEnforced {
+        return;
+    }
+    match seccomp {
+        None => {
+            layer.enforcement = Enforcement::Partially;
+            layer.detail.push_str(
+                "; BUT without seccomp a send with MSG_FASTOPEN connects to any port of any \
+                 host, and listen() on an unbound socket listens on an ephemeral port of every \
+                 address: both pass Landlock's checks",
+            );
+        }
+        Some(plan) if plan.listen_refused => layer.detail.push_str(
+            "; TCP Fast Open sends and listen() refused by seccomp (both would pass Landlock's \
+             checks)",
+        ),
+        Some(_) => {
+            layer.enforcement = Enforcement::Partially;
+            layer.detail.push_str(
+                "; TCP Fast Open sends refused by seccomp, BUT listen() must stay for the bind \
+                 port, and on a socket not bound first it listens on an ephemeral port of every \
+                 address, which Landlock does not check (it has no listen right yet)",
+            );
+        }
+    }
 }
 
 /// Which namespace the server's child could not create (see [`LinuxJail::namespace_refusal`]).

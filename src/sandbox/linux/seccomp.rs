@@ -6,10 +6,12 @@
 //! probes for a feature should get an error it can handle, not die.
 //!
 //! The program is compiled once in the parent; the child only installs the finished bytes.
-//! `clone3` fails with `ENOSYS` so libc falls back to `clone`, whose flags *can* be inspected
-//! (namespace creation is refused there). On x86_64 it is one program with a search over the
-//! syscall numbers in front ([`dispatched`], see [`super::bpf`]: cheap to attach); elsewhere
-//! seccompiler's chain and a second tiny program for `clone3` ([`chains`]).
+//! `clone3` and `openat2` fail with `ENOSYS` so libc falls back to `clone` and `openat`, whose
+//! flags *can* be inspected (namespace creation, and set-uid/set-gid modes, are refused there):
+//! their own arguments are structs in the caller's memory, which seccomp cannot read. On x86_64
+//! it is one program with a search over the syscall numbers in front ([`dispatched`], see
+//! [`super::bpf`]: cheap to attach); elsewhere seccompiler's chain and a second tiny program for
+//! `clone3` and `openat2` ([`chains`]).
 
 use std::collections::BTreeMap;
 
@@ -31,6 +33,10 @@ pub struct SeccompPlan {
     /// Whether no socket can reach a named UNIX socket: with the network off `connect()` is
     /// refused; with TCP ports open no AF_UNIX socket can be made with `socket()` at all.
     pub named_unix_closed: bool,
+    /// Whether `listen()` is refused (TCP judged by Landlock, no bind port allowed): its
+    /// auto-bind of an unbound socket never meets Landlock's bind check. With a bind port it
+    /// must stay, and that auto-bind stays open.
+    pub listen_refused: bool,
 }
 
 /// Syscalls no MCP server needs and that widen the kernel surface or reach other processes.
@@ -157,14 +163,29 @@ impl SeccompPlan {
             Some(one) => vec![one],
             None => chains(rules, arch)?,
         };
+        let tcp_judged = tcp_judged_by_landlock(net);
         Ok(SeccompPlan {
             programs,
             denied,
             sockets_unix_only,
             named_unix_closed: !net.allow_all,
+            listen_refused: tcp_judged && net.tcp_bind_ports.is_empty(),
         })
     }
 }
+
+/// Whether TCP sockets may be made and Landlock's port rules are what confine them (TCP ports
+/// open, without `--allow-net`).
+fn tcp_judged_by_landlock(net: &NetRules) -> bool {
+    !net.allow_all && (!net.connect_ports().is_empty() || !net.tcp_bind_ports.is_empty())
+}
+
+/// Syscalls answered with `ENOSYS`, so that libc falls back to an older call whose arguments
+/// this filter can read: `clone3` and `openat2` take a struct in the caller's memory (namespace
+/// flags; the new file's mode), which seccomp cannot look into. Both are young (Linux 5.3 and
+/// 5.6), so every caller already falls back on `ENOSYS`.
+const ANSWERED_ENOSYS: &[(&str, libc::c_long)] =
+    &[("clone3", libc::SYS_clone3), ("openat2", libc::SYS_openat2)];
 
 /// The rules for `net` (by syscall number; an empty list refuses the syscall whatever its
 /// arguments), the names for the report, and whether only UNIX sockets may be made.
@@ -192,32 +213,65 @@ fn rules_for(net: &NetRules) -> Result<(Rules, Vec<&'static str>, bool), Seccomp
         rules.insert(*nr, rules_for()?);
         denied.push(*name);
     }
+    for (nr, args) in SET_ID_MODES {
+        rules.insert(*nr, set_id_mode_rules(args)?);
+    }
+    denied.push("chmod/fchmod/fchmodat/fchmodat2/open/openat/creat/mknod/mknodat(S_ISUID|S_ISGID)");
 
-    let tcp_ports = !net.connect_ports().is_empty() || !net.tcp_bind_ports.is_empty();
+    let tcp_ports = tcp_judged_by_landlock(net);
     let sockets_unix_only = !net.allow_all && !tcp_ports;
     if !net.allow_all {
         // UDP, raw, netlink, packet, vsock...: Landlock has no rule for them (UDP needs ABI
         // 10), so with the network off only local UNIX sockets may be created. With TCP
         // ports allowed, plain TCP sockets are let through for Landlock's port rules to judge.
+        // Types are allowed by list, never refused by list: the kernel turns some types into
+        // others (`socket(AF_UNIX, SOCK_RAW)` is a datagram socket).
         rules.insert(libc::SYS_socket, socket_rules(tcp_ports)?);
-        rules.insert(libc::SYS_socketpair, socket_rules(false)?);
+        rules.insert(
+            libc::SYS_socketpair,
+            vec![
+                SeccompRule::new(vec![cond(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?])?,
+                unix_type_not_connected_rule()?,
+            ],
+        );
         denied.push(if tcp_ports {
             "socket(!TCP)"
         } else {
             "socket(!AF_UNIX)"
         });
+        // A socketpair's stream or seqpacket ends are connected to each other for good
+        // (runtimes use them); a datagram end can `sendto` any named socket, and SOCK_RAW is
+        // made a datagram one by the kernel.
+        denied.push("socketpair(!AF_UNIX, or a type but SOCK_STREAM/SOCK_SEQPACKET)");
     }
-    if tcp_ports && !net.allow_all {
+    if tcp_ports {
         // connect() must stay for TCP, and Landlock (ABI 7) cannot judge a UNIX socket's
         // path, so the named-socket route is closed one step earlier: `socket_rules` makes
         // `socket()` refuse AF_UNIX altogether (only an unconnected socket can connect to
-        // a path), and a datagram socketpair (which can `sendto` a path) is refused too. A
-        // stream `socketpair()`, which runtimes use, stays: its ends are connected to each
-        // other for good.
-        if let Some(list) = rules.get_mut(&libc::SYS_socketpair) {
-            list.push(unix_datagram_rule()?);
+        // a path); a socketpair is never a datagram one (above).
+        denied.push("socket(AF_UNIX)");
+        // TCP Fast Open: `sendto`/`sendmsg`/`sendmmsg` with MSG_FASTOPEN connect a TCP socket
+        // without passing the LSM connect hook (landlock-lsm issue 41), so Landlock's connect
+        // rule would not be asked and any port of any host would be reachable. No runtime sends
+        // with it unasked. (TCP_FASTOPEN_CONNECT is harmless: its connect() is checked.)
+        for (nr, flags_arg) in SEND_FLAGS {
+            rules.insert(
+                *nr,
+                vec![SeccompRule::new(vec![cond(
+                    *flags_arg,
+                    SeccompCmpOp::MaskedEq(MSG_FASTOPEN),
+                    MSG_FASTOPEN,
+                )?])?],
+            );
         }
-        denied.push("socket(AF_UNIX), socketpair(AF_UNIX, SOCK_DGRAM)");
+        denied.push("sendto/sendmsg/sendmmsg(MSG_FASTOPEN)");
+        if net.tcp_bind_ports.is_empty() {
+            // listen() on an unbound socket binds it to an ephemeral port on every address
+            // (inet_autobind), past Landlock's bind check. Without a bind port there is nothing
+            // a server may legitimately listen on (socket() makes no AF_UNIX socket here).
+            rules.insert(libc::SYS_listen, Vec::new());
+            denied.push("listen");
+        }
     }
     if sockets_unix_only {
         // Landlock (ABI 7) does not mediate connect() to a named UNIX socket, so a server
@@ -228,26 +282,26 @@ fn rules_for(net: &NetRules) -> Result<(Rules, Vec<&'static str>, bool), Seccomp
         // cannot be created.
         rules.insert(libc::SYS_connect, Vec::new());
         denied.push("connect");
-        for nr in [libc::SYS_socket, libc::SYS_socketpair] {
-            if let Some(list) = rules.get_mut(&nr) {
-                list.push(unix_datagram_rule()?);
-            }
+        if let Some(list) = rules.get_mut(&libc::SYS_socket) {
+            list.push(unix_type_not_connected_rule()?);
         }
-        denied.push("socket/socketpair(AF_UNIX, SOCK_DGRAM)");
+        denied.push("socket(AF_UNIX, a type but SOCK_STREAM/SOCK_SEQPACKET)");
     }
 
     Ok((rules, denied, sockets_unix_only))
 }
 
-/// The main chain behind the x32 guard, and a second program answering `clone3` with `ENOSYS`
-/// (so libc falls back to `clone`, whose flags the main one inspects).
+/// The main chain behind the x32 guard, and a second program answering [`ANSWERED_ENOSYS`]'s
+/// calls with `ENOSYS` (so libc falls back to calls whose arguments the main one inspects).
 fn chains(rules: Rules, arch: TargetArch) -> Result<Vec<Vec<libc::sock_filter>>, SeccompError> {
     let main = refusing(rules, libc::EPERM, arch)?;
-    let mut clone3 = Rules::new();
-    clone3.insert(libc::SYS_clone3, Vec::new());
+    let mut fallbacks = Rules::new();
+    for (_, nr) in ANSWERED_ENOSYS {
+        fallbacks.insert(*nr, Vec::new());
+    }
     Ok(vec![
         with_x32_guard(main),
-        refusing(clone3, libc::ENOSYS, arch)?,
+        refusing(fallbacks, libc::ENOSYS, arch)?,
     ])
 }
 
@@ -270,9 +324,9 @@ fn refusing(
 /// On x86_64, one program that answers as [`chains`] does, built so the kernel attaches it
 /// quickly (see [`super::bpf`]: attaching the plain chain cost ~300 µs per server start): a
 /// search over the syscall numbers in front refuses x32's numbers, the unconditionally refused
-/// syscalls (`EPERM`) and `clone3` (`ENOSYS`) at its leaves, lets every other syscall without
-/// a rule through after a few comparisons, and sends only the few with argument rules on to a
-/// seccompiler chain of those rules. `None` elsewhere, or if the search does not fit.
+/// syscalls (`EPERM`) and [`ANSWERED_ENOSYS`]'s (`ENOSYS`) at its leaves, lets every other
+/// syscall without a rule through after a few comparisons, and sends only the few with argument
+/// rules on to a seccompiler chain of those rules. `None` elsewhere, or if the search does not fit.
 fn dispatched(
     rules: Rules,
     arch: TargetArch,
@@ -296,10 +350,15 @@ fn dispatched(
             conditional.insert(nr, list);
         }
     }
-    leaves.push((
-        libc::SYS_clone3 as u32,
-        Leaf::Return(libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
-    ));
+    for (_, nr) in ANSWERED_ENOSYS {
+        let Ok(number) = u32::try_from(*nr) else {
+            return Ok(None);
+        };
+        leaves.push((
+            number,
+            Leaf::Return(libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+        ));
+    }
     let main = refusing(conditional, libc::EPERM, arch)?;
     Ok(with_dispatch(
         &main,
@@ -387,12 +446,35 @@ fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, Secco
     )?)
 }
 
-/// `socket(AF_UNIX, SOCK_DGRAM…)` (flags such as SOCK_CLOEXEC ignored).
-fn unix_datagram_rule() -> Result<SeccompRule, SeccompError> {
-    Ok(SeccompRule::new(vec![
-        cond(0, SeccompCmpOp::Eq, libc::AF_UNIX as u64)?,
-        cond(1, SeccompCmpOp::MaskedEq(0xf), libc::SOCK_DGRAM as u64)?,
-    ])?)
+/// The `type` argument's values a socket of one of `types` may be asked with: the type and any
+/// of the two flags the kernel accepts beside it (any other bit is `EINVAL`). Compared as the
+/// full 32-bit `int`, so an allow-list of these is exact.
+fn type_values(types: &[libc::c_int]) -> Vec<u64> {
+    let mut values = Vec::new();
+    for ty in types {
+        for flags in [
+            0,
+            libc::SOCK_NONBLOCK,
+            libc::SOCK_CLOEXEC,
+            libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+        ] {
+            values.push((ty | flags) as u32 as u64);
+        }
+    }
+    values
+}
+
+/// An `AF_UNIX` socket of a connection-oriented type is all a jailed server may make: a
+/// `SOCK_STREAM` or `SOCK_SEQPACKET` socket reaches a named socket only through `connect()`
+/// (refused, or never given an unconnected AF_UNIX socket), while a datagram one reaches it by
+/// `sendto`. The rule matches every other type: `SOCK_DGRAM`, and `SOCK_RAW`, which the kernel
+/// quietly makes a datagram socket (`unix_create`).
+fn unix_type_not_connected_rule() -> Result<SeccompRule, SeccompError> {
+    let mut conditions = vec![cond(0, SeccompCmpOp::Eq, libc::AF_UNIX as u64)?];
+    for value in type_values(&[libc::SOCK_STREAM, libc::SOCK_SEQPACKET]) {
+        conditions.push(cond(1, SeccompCmpOp::Ne, value)?);
+    }
+    Ok(SeccompRule::new(conditions)?)
 }
 
 /// Rules matching the `socket()` calls to refuse. Rules are OR-ed, conditions inside one AND-ed.
@@ -412,15 +494,14 @@ fn socket_rules(allow_tcp: bool) -> Result<Vec<SeccompRule>, SeccompError> {
         cond(0, SeccompCmpOp::Ne, inet[0])?,
         cond(0, SeccompCmpOp::Ne, inet[1])?,
     ])?];
-    // The socket type's low bits, ignoring SOCK_NONBLOCK/SOCK_CLOEXEC.
-    const NOT_STREAM: &[u64] = &[2, 3, 4, 5, 6, 10]; // DGRAM RAW RDM SEQPACKET DCCP PACKET
     for family in inet {
-        for ty in NOT_STREAM {
-            rules.push(SeccompRule::new(vec![
-                cond(0, SeccompCmpOp::Eq, family)?,
-                cond(1, SeccompCmpOp::MaskedEq(0xf), *ty)?,
-            ])?);
+        // Any type but SOCK_STREAM (with its flags): UDP, raw, SCTP's seqpacket, and whatever
+        // a later kernel maps a type number to.
+        let mut not_stream = vec![cond(0, SeccompCmpOp::Eq, family)?];
+        for value in type_values(&[libc::SOCK_STREAM]) {
+            not_stream.push(cond(1, SeccompCmpOp::Ne, value)?);
         }
+        rules.push(SeccompRule::new(not_stream)?);
         // SOCK_STREAM with another protocol (SCTP, MPTCP) would not be a TCP socket for
         // Landlock's port rules.
         rules.push(SeccompRule::new(vec![
@@ -428,6 +509,136 @@ fn socket_rules(allow_tcp: bool) -> Result<Vec<SeccompRule>, SeccompError> {
             cond(2, SeccompCmpOp::Ne, 0)?,
             cond(2, SeccompCmpOp::Ne, libc::IPPROTO_TCP as u64)?,
         ])?);
+    }
+    Ok(rules)
+}
+
+/// `MSG_FASTOPEN` (uapi `linux/socket.h`; not in every libc).
+const MSG_FASTOPEN: u64 = 0x2000_0000;
+
+/// The send calls that take flags, and which argument holds them. (`send` is `sendto` on the
+/// architectures we build for; a `sendmmsg`'s per-message `msg_flags` are ignored on send.)
+const SEND_FLAGS: &[(libc::c_long, u8)] = &[
+    (libc::SYS_sendto, 3),
+    (libc::SYS_sendmsg, 2),
+    (libc::SYS_sendmmsg, 3),
+];
+
+/// Where a mode argument can give a file set-uid or set-gid bits: the syscall, the mode's
+/// argument, and the flags' argument when the mode only counts with `O_CREAT`/`O_TMPFILE`.
+struct ModeArgs {
+    mode: u8,
+    open_flags: Option<u8>,
+}
+
+/// `fchmodat2` (Linux 6.6): one number on every architecture; not in every libc.
+const SYS_FCHMODAT2: libc::c_long = 452;
+
+/// A server run as root owns what it creates, so it may give its file set-uid or set-gid bits
+/// without any capability; in the write scope that file outlives the session, and run on the
+/// host by another user (whose exec knows nothing of the jail's `no_new_privs`) it runs as
+/// root. Inside the jail no server needs those bits, so setting them fails with `EPERM`:
+/// - the chmod family;
+/// - creating with such a mode: `open`/`openat` with `O_CREAT` or `O_TMPFILE` (then linked in
+///   place), `creat`, `mknod`/`mknodat` (which make regular files too);
+/// - `openat2` carries its mode in a struct: answered `ENOSYS` ([`ANSWERED_ENOSYS`]).
+///
+/// `mkdir`/`mkdirat` are not filtered: the kernel ignores set-uid/set-gid in their mode
+/// (`vfs_mkdir` keeps only the permission and sticky bits), and a new directory's set-gid bit,
+/// inherited from its parent, is the kernel's doing, which stays. A write to a set-uid file
+/// clears the bit (the server has no `CAP_FSETID`), and `chown` needs `CAP_CHOWN`.
+const SET_ID_MODES: &[(libc::c_long, ModeArgs)] = &[
+    #[cfg(target_arch = "x86_64")]
+    (
+        libc::SYS_chmod,
+        ModeArgs {
+            mode: 1,
+            open_flags: None,
+        },
+    ),
+    (
+        libc::SYS_fchmod,
+        ModeArgs {
+            mode: 1,
+            open_flags: None,
+        },
+    ),
+    (
+        libc::SYS_fchmodat,
+        ModeArgs {
+            mode: 2,
+            open_flags: None,
+        },
+    ),
+    (
+        SYS_FCHMODAT2,
+        ModeArgs {
+            mode: 2,
+            open_flags: None,
+        },
+    ),
+    #[cfg(target_arch = "x86_64")]
+    (
+        libc::SYS_open,
+        ModeArgs {
+            mode: 2,
+            open_flags: Some(1),
+        },
+    ),
+    (
+        libc::SYS_openat,
+        ModeArgs {
+            mode: 3,
+            open_flags: Some(2),
+        },
+    ),
+    #[cfg(target_arch = "x86_64")]
+    (
+        libc::SYS_creat,
+        ModeArgs {
+            mode: 1,
+            open_flags: None,
+        },
+    ),
+    #[cfg(target_arch = "x86_64")]
+    (
+        libc::SYS_mknod,
+        ModeArgs {
+            mode: 1,
+            open_flags: None,
+        },
+    ),
+    (
+        libc::SYS_mknodat,
+        ModeArgs {
+            mode: 2,
+            open_flags: None,
+        },
+    ),
+];
+
+/// Rules matching a call of [`SET_ID_MODES`] that asks for S_ISUID or S_ISGID. An open's mode is
+/// looked at only when it creates (otherwise the kernel ignores it, and libcs pass junk there).
+fn set_id_mode_rules(args: &ModeArgs) -> Result<Vec<SeccompRule>, SeccompError> {
+    // O_TMPFILE without its O_DIRECTORY part: the bit that makes the open create.
+    let creating = [
+        libc::O_CREAT as u64,
+        (libc::O_TMPFILE & !libc::O_DIRECTORY) as u64,
+    ];
+    let mut rules = Vec::new();
+    for bit in [libc::S_ISUID as u64, libc::S_ISGID as u64] {
+        let asks = cond(args.mode, SeccompCmpOp::MaskedEq(bit), bit)?;
+        match args.open_flags {
+            None => rules.push(SeccompRule::new(vec![asks])?),
+            Some(at) => {
+                for flag in creating {
+                    rules.push(SeccompRule::new(vec![
+                        asks.clone(),
+                        cond(at, SeccompCmpOp::MaskedEq(flag), flag)?,
+                    ])?);
+                }
+            }
+        }
     }
     Ok(rules)
 }
@@ -532,6 +743,14 @@ mod tests {
                     }
                 }
             }
+            for flags in [0, libc::O_CREAT as u64, libc::O_TMPFILE as u64] {
+                for mode in [0o755u64, 0o4755, 0o2755, 0o6000 | (1 << 32)] {
+                    v.push([0, flags, mode, mode, 0, 0]);
+                    v.push([0, mode, flags, mode, 0, 0]);
+                }
+            }
+            v.push([3, 0, MSG_FASTOPEN, MSG_FASTOPEN, 0, 0]);
+            v.push([3, 0, 0, libc::MSG_DONTWAIT as u64, 0, 0]);
             v.push([libc::PRIO_PROCESS as u64, 0, 0, 0, 0, 0]);
             v.push([libc::PRIO_USER as u64, 0, 0, 0, 0, 0]);
             v.push([1, 7, 0, 0, 0, 0]);
@@ -546,7 +765,11 @@ mod tests {
             allow_all: true,
             ..NetRules::default()
         };
-        for net in [off, tcp, all] {
+        let connect = NetRules {
+            tcp_connect_ports: vec![443],
+            ..NetRules::default()
+        };
+        for net in [off, tcp, connect, all] {
             let arch = TargetArch::x86_64;
             let chains = chains(rules_for(&net).unwrap().0, arch).unwrap();
             let plan = SeccompPlan::compile(&net).unwrap();
@@ -567,6 +790,169 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// What the compiled filter answers for one call: `Ok(())` allowed, `Err(errno)` refused.
+    fn verdict(net: &NetRules, nr: libc::c_long, args: [u64; 6]) -> Result<(), u32> {
+        let plan = SeccompPlan::compile(net).unwrap();
+        let native = if cfg!(target_arch = "x86_64") {
+            0xc000_003e
+        } else {
+            0xc000_00b7 // aarch64
+        };
+        match answer(&plan.programs, nr as u32, native, args) {
+            libc::SECCOMP_RET_ALLOW => Ok(()),
+            ret => Err(ret & libc::SECCOMP_RET_DATA),
+        }
+    }
+
+    fn nets() -> [(&'static str, NetRules); 4] {
+        [
+            ("off", NetRules::default()),
+            (
+                "connect",
+                NetRules {
+                    tcp_connect_ports: vec![443],
+                    ..NetRules::default()
+                },
+            ),
+            (
+                "bind",
+                NetRules {
+                    tcp_bind_ports: vec![8080],
+                    ..NetRules::default()
+                },
+            ),
+            (
+                "all",
+                NetRules {
+                    allow_all: true,
+                    ..NetRules::default()
+                },
+            ),
+        ]
+    }
+
+    /// AF_UNIX socket types are allowed by list: SOCK_RAW (a datagram socket in the kernel's
+    /// eyes), SOCK_DGRAM and every unknown type are refused wherever the network is judged;
+    /// `socket()` keeps stream and seqpacket only with the network off, `socketpair()` in
+    /// every judged mode.
+    #[test]
+    fn unix_socket_types_are_allowed_by_list() {
+        let unix = libc::AF_UNIX as u64;
+        for (name, net) in nets() {
+            for ty in 0..16u64 {
+                for flags in [0, libc::SOCK_CLOEXEC as u64 | libc::SOCK_NONBLOCK as u64] {
+                    let connected = ty == libc::SOCK_STREAM as u64 || ty == 5;
+                    let args = [unix, ty | flags, 0, 0, 0, 0];
+                    let socket = verdict(&net, libc::SYS_socket, args);
+                    let pair = verdict(&net, libc::SYS_socketpair, args);
+                    let (want_socket, want_pair) = match name {
+                        "all" => (Ok(()), Ok(())),
+                        "off" if connected => (Ok(()), Ok(())),
+                        _ if connected => (Err(libc::EPERM as u32), Ok(())),
+                        _ => (Err(libc::EPERM as u32), Err(libc::EPERM as u32)),
+                    };
+                    assert_eq!(socket, want_socket, "{name} socket type {ty} {flags:#x}");
+                    assert_eq!(pair, want_pair, "{name} socketpair type {ty} {flags:#x}");
+                }
+            }
+        }
+    }
+
+    /// With TCP ports open, only a TCP socket: `SOCK_STREAM` (flags aside) with protocol 0 or
+    /// TCP; any other type number, known or not, is refused.
+    #[test]
+    fn inet_socket_types_are_allowed_by_list() {
+        let (_, connect) = nets()[1].clone();
+        for family in [libc::AF_INET as u64, libc::AF_INET6 as u64] {
+            for ty in 0..16u64 {
+                for proto in [0, libc::IPPROTO_TCP as u64, 262] {
+                    let stream = ty == libc::SOCK_STREAM as u64 && proto != 262; // IPPROTO_MPTCP
+                    let got = verdict(
+                        &connect,
+                        libc::SYS_socket,
+                        [family, ty | libc::SOCK_CLOEXEC as u64, proto, 0, 0, 0],
+                    );
+                    let want = if stream {
+                        Ok(())
+                    } else {
+                        Err(libc::EPERM as u32)
+                    };
+                    assert_eq!(got, want, "family {family} type {ty} proto {proto}");
+                }
+            }
+        }
+    }
+
+    /// MSG_FASTOPEN connects past Landlock's connect check: refused wherever TCP is judged by
+    /// port; `listen()` (whose auto-bind passes the bind check) where no bind port is allowed.
+    #[test]
+    fn fast_open_and_listen_are_refused_where_landlock_judges_tcp() {
+        let eperm = Err(libc::EPERM as u32);
+        for (name, net) in nets() {
+            let judged = name == "connect" || name == "bind";
+            for (nr, at) in SEND_FLAGS {
+                let mut args = [3, 0, 0, 0, 0, 0];
+                args[usize::from(*at)] = MSG_FASTOPEN | libc::MSG_NOSIGNAL as u64;
+                let want = if judged { eperm } else { Ok(()) };
+                assert_eq!(verdict(&net, *nr, args), want, "{name} {nr} fast open");
+                args[usize::from(*at)] = libc::MSG_NOSIGNAL as u64;
+                assert_eq!(verdict(&net, *nr, args), Ok(()), "{name} {nr} plain");
+            }
+            let want = if name == "connect" { eperm } else { Ok(()) };
+            assert_eq!(
+                verdict(&net, libc::SYS_listen, [3, 128, 0, 0, 0, 0]),
+                want,
+                "{name} listen"
+            );
+        }
+    }
+
+    /// Set-uid/set-gid modes are refused in the chmod family and when creating; a mode beside
+    /// no O_CREAT/O_TMPFILE (ignored by the kernel), plain modes and mkdir are let through;
+    /// openat2 answers ENOSYS.
+    #[test]
+    fn set_id_modes_are_refused() {
+        let eperm = Err(libc::EPERM as u32);
+        let net = NetRules::default();
+        let at = libc::AT_FDCWD as u32 as u64;
+        let creat = libc::O_CREAT as u64 | libc::O_WRONLY as u64;
+        let tmpfile = libc::O_TMPFILE as u64 | libc::O_RDWR as u64;
+        for (nr, args, want) in [
+            (libc::SYS_fchmod, [3, 0o4755, 0, 0, 0, 0], eperm),
+            (libc::SYS_fchmod, [3, 0o2750, 0, 0, 0, 0], eperm),
+            (libc::SYS_fchmod, [3, 0o1777, 0, 0, 0, 0], Ok(())),
+            (libc::SYS_fchmodat, [at, 0, 0o6755, 0, 0, 0], eperm),
+            (libc::SYS_fchmodat, [at, 0, 0o755, 0, 0, 0], Ok(())),
+            (SYS_FCHMODAT2, [at, 0, 0o4700, 0, 0, 0], eperm),
+            (libc::SYS_openat, [at, 0, creat, 0o4755, 0, 0], eperm),
+            (libc::SYS_openat, [at, 0, tmpfile, 0o2700, 0, 0], eperm),
+            (libc::SYS_openat, [at, 0, creat, 0o644, 0, 0], Ok(())),
+            (
+                libc::SYS_openat,
+                [at, 0, libc::O_RDONLY as u64, 0o4755, 0, 0],
+                Ok(()),
+            ),
+            (
+                libc::SYS_mknodat,
+                [at, 0, libc::S_IFREG as u64 | 0o4755, 0, 0, 0],
+                eperm,
+            ),
+            (
+                libc::SYS_mknodat,
+                [at, 0, libc::S_IFIFO as u64 | 0o644, 0, 0, 0],
+                Ok(()),
+            ),
+            (libc::SYS_mkdirat, [at, 0, 0o2775, 0, 0, 0], Ok(())),
+            (
+                libc::SYS_openat2,
+                [at, 0, 0, 24, 0, 0],
+                Err(libc::ENOSYS as u32),
+            ),
+        ] {
+            assert_eq!(verdict(&net, nr, args), want, "nr {nr} args {args:?}");
         }
     }
 
