@@ -587,13 +587,36 @@ fn install_reports_exactly_which_entries_start() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     // `status --check` later: the same answer for the wrapped entries; an entry added by hand
     // afterwards (not wrapped) is listed but never started, since it would run unconfined.
+    // Two more that only look wrapped: a `bin/mcpjail-proxy` shipped in the project (a
+    // script), and the real proxy with `--no-jail`. Neither may be started by the check.
     let mut text = std::fs::read_to_string(w.project().join(".mcp.json")).unwrap();
     let marker = w.root.join("unwrapped-ran");
+    let spoof_marker = w.root.join("spoof-ran");
+    let nojail_marker = w.root.join("nojail-ran");
+    let spoof = w.project().join("bin/mcpjail-proxy");
+    std::fs::create_dir_all(spoof.parent().unwrap()).unwrap();
+    std::fs::write(
+        &spoof,
+        format!("#!/bin/sh\ntouch {}\n", spoof_marker.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&spoof, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // Control: the spoof does run, and leaves its marker, when started.
+    assert!(std::process::Command::new(&spoof)
+        .status()
+        .unwrap()
+        .success());
+    assert!(spoof_marker.exists());
+    std::fs::remove_file(&spoof_marker).unwrap();
     text = text.replacen(
         "\"mcpServers\": {",
         &format!(
-            "\"mcpServers\": {{\"later\": {{\"command\": \"sh\", \"args\": [\"-c\", \"touch {}\"]}},",
-            marker.display()
+            "\"mcpServers\": {{\"later\": {{\"command\": \"sh\", \"args\": [\"-c\", \"touch {}\"]}}, \
+             \"spoof\": {{\"command\": \"./bin/mcpjail-proxy\", \"args\": [\"--name\", \"spoof\", \"--\", \"x\"]}}, \
+             \"nojail\": {{\"command\": \"{}\", \"args\": [\"--no-jail\", \"--\", \"sh\", \"-c\", \"touch {}\"]}},",
+            marker.display(),
+            env!("CARGO_BIN_EXE_mcpjail-proxy"),
+            nojail_marker.display()
         ),
         1,
     );
@@ -613,6 +636,22 @@ fn install_reports_exactly_which_entries_start() {
         "{stderr}"
     );
     assert!(!marker.exists(), "status --check ran an unwrapped server");
+    assert!(
+        !spoof_marker.exists(),
+        "status --check ran a look-alike proxy"
+    );
+    assert!(
+        !nojail_marker.exists(),
+        "status --check ran a --no-jail entry"
+    );
+    assert!(
+        stderr.contains("spoof") && stderr.contains("is not this mcpjail's proxy"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("nojail") && stderr.contains("it runs with --no-jail"),
+        "{stderr}"
+    );
     assert_eq!(out.status.code(), Some(1), "{stderr}");
 }
 

@@ -381,6 +381,48 @@ fn entry_cwd(host: &HostEnv, project: &Path, entry: &ServerEntry) -> PathBuf {
     }
 }
 
+/// Why starting a wrapped-looking entry could run its server unconfined, if it could: only
+/// this installation's own proxy binary (the same file, wherever the entry names it from) with
+/// the jail on is started by a check. A `bin/mcpjail-proxy` shipped in a cloned project looks
+/// wrapped by its name alone, and `--no-jail` turns the jail off.
+fn unconfined_start(host: &HostEnv, project: &Path, entry: &ServerEntry) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let command = entry.command.as_deref()?;
+    let ours = if crate::clients::wrap::file_name(command)
+        .starts_with(crate::clients::wrap::PROXY_FILE_STEM)
+    {
+        resolve_proxy(None).ok()
+    } else {
+        std::env::current_exe().ok()
+    };
+    let path = entry
+        .env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| std::ffi::OsString::from(v))
+        .or_else(|| std::env::var_os("PATH"));
+    let cwd = entry_cwd(host, project, entry);
+    let theirs = crate::sandbox::runtime::resolve_program(command, &cwd, path.as_ref()).ok();
+    let id = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    let same = match (&ours, &theirs) {
+        (Some(ours), Some(theirs)) => id(ours).is_some() && id(ours) == id(theirs),
+        _ => false,
+    };
+    if !same {
+        return Some(format!(
+            "its command {} is not this mcpjail's proxy{}",
+            theirs.as_deref().unwrap_or(Path::new(command)).display(),
+            ours.map(|o| format!(" ({})", o.display()))
+                .unwrap_or_default()
+        ));
+    }
+    let flags = crate::clients::wrap::proxy_flags(command, &entry.args);
+    flags
+        .iter()
+        .any(|f| f == "--no-jail")
+        .then(|| "it runs with --no-jail".to_string())
+}
+
 pub(super) fn target_for(
     host: &HostEnv,
     project: &Path,
@@ -590,6 +632,17 @@ pub fn run_status(args: StatusArgs, global: &GlobalArgs) -> anyhow::Result<ExitC
             // Only wrapped entries: an unwrapped one would run unconfined, which a status
             // check must not do behind the user's back.
             .filter(|e| e.skipped.is_none() && e.wrapped)
+            .filter(|e| match unconfined_start(&host, &project, e) {
+                None => true,
+                Some(why) => {
+                    eprintln!(
+                        "  not checked     {} › {} ({why}: starting it could run it unconfined)",
+                        shown(&display_path(&host, &e.file)),
+                        shown(&e.name)
+                    );
+                    false
+                }
+            })
             .filter_map(|e| {
                 let mut argv = vec![e.command.clone()?];
                 argv.extend(e.args.iter().cloned());
@@ -641,7 +694,10 @@ pub fn run_status(args: StatusArgs, global: &GlobalArgs) -> anyhow::Result<ExitC
     let mut rows: Vec<[String; 6]> = Vec::new();
     for s in &scans {
         for e in &s.entries {
-            let wrapped = if e.wrapped {
+            let wrapped = if e.wrapped && unconfined_start(&host, &project, e).is_some() {
+                // Wrapped in form only: not this installation's proxy, or `--no-jail`.
+                "unverified".to_string()
+            } else if e.wrapped {
                 "yes".to_string()
             } else if e.skipped.is_some() {
                 "skipped".to_string()

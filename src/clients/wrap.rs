@@ -33,7 +33,7 @@ pub fn wrapped_args(
 }
 
 /// The last path component, splitting on both `/` and `\` (configs written on Windows).
-fn file_name(command: &str) -> &str {
+pub fn file_name(command: &str) -> &str {
     command.rsplit(['/', '\\']).next().unwrap_or(command)
 }
 
@@ -48,6 +48,19 @@ pub fn is_wrapped(command: &str, args: &[String]) -> bool {
         return true;
     }
     stem == "mcpjail" && args.first().map(String::as_str) == Some("proxy")
+}
+
+/// The proxy's own flags in a wrapped entry: the arguments before the first `--` (after
+/// `proxy` in the `mcpjail proxy` form), or all of them when there is no `--` (then the
+/// server's own arguments are among them: a caller that looks for a flag errs on the side of
+/// finding it).
+pub fn proxy_flags<'a>(command: &str, args: &'a [String]) -> &'a [String] {
+    let args = match file_name(command) {
+        n if n.starts_with(PROXY_FILE_STEM) => args,
+        _ => args.get(1..).unwrap_or_default(),
+    };
+    let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    &args[..end]
 }
 
 /// The original `(command, args)` of a wrapped entry: everything after the first `--`.
