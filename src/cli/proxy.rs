@@ -287,6 +287,14 @@ pub fn resolve_settings(
         _ => crate::proxy::egress::Resolver::system(),
     };
     let state_dir = crate::policy::server_state_dir(&name, home.as_deref());
+    refuse_rewritable_inputs(
+        &cwd,
+        derived.policy_file.as_deref(),
+        args.log_file.as_deref(),
+        &scope,
+        state_dir.as_deref(),
+        home.as_deref(),
+    )?;
     // Recorded now, checked by every jail prepared from this scope (respawns included).
     let derived_kinds = crate::sandbox::observe_kinds(&scope);
     Ok(crate::proxy::ProxyConfig {
@@ -324,6 +332,89 @@ pub fn resolve_settings(
         grace: std::time::Duration::from_secs(2),
         pin: args.pin,
         egress_resolver,
+    })
+}
+
+/// Refuse a policy file or an audit log the jailed server could rewrite: both are trusted by
+/// the proxy, outside the jail, at the next start (the policy decides the next jail's grants,
+/// the log is the record of what the server did, and a link planted in its place would make the
+/// proxy append elsewhere). "Could rewrite" is: the file, its directory or, for a link, its
+/// target lies under a write grant (not masked by a deny glob) or in the server's own state
+/// directory.
+fn refuse_rewritable_inputs(
+    cwd: &std::path::Path,
+    policy_file: Option<&std::path::Path>,
+    log_file: Option<&std::path::Path>,
+    scope: &crate::policy::Scope,
+    state_dir: Option<&std::path::Path>,
+    home: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    if let Some(file) = policy_file {
+        if let Some(root) = server_can_rewrite(&cwd.join(file), scope, state_dir) {
+            return Err(super::UserError::new(format!(
+                "the policy file {} lies in {}, which the server may write: a jailed server \
+                 could rewrite its own policy and the next start would grant what it wrote",
+                file.display(),
+                root.display()
+            ))
+            .with_hint(
+                "move the policy file out of every directory the server may write (e.g. to \
+                 $XDG_CONFIG_HOME/mcpjail/servers/<name>.toml, found by --name without \
+                 --policy, where no server can write) and write its paths absolute or relative \
+                 to its new place",
+            )
+            .into());
+        }
+    }
+    if let Some(file) = log_file {
+        if let Some(root) = server_can_rewrite(&cwd.join(file), scope, state_dir) {
+            let suggested = crate::policy::xdg::state_dir(home)
+                .map(|d| {
+                    format!(
+                        " (e.g. in {}, which no server may read or write)",
+                        d.display()
+                    )
+                })
+                .unwrap_or_default();
+            return Err(super::UserError::new(format!(
+                "the audit log {} lies in {}, which the server may write: a jailed server could \
+                 rewrite its own record, or put a link in its place that the proxy would append \
+                 through",
+                file.display(),
+                root.display()
+            ))
+            .with_hint(format!(
+                "give --log-file a file outside every directory the server may write{suggested}"
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// The write grant (or the server's state directory) under which the server could replace or
+/// rewrite `path`: checked for its directory plus its name (a replacement) and, if it exists,
+/// its canonical target (a rewrite through a link).
+fn server_can_rewrite(
+    path: &std::path::Path,
+    scope: &crate::policy::Scope,
+    state_dir: Option<&std::path::Path>,
+) -> Option<PathBuf> {
+    let canonical =
+        |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut places = Vec::new();
+    if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
+        places.push(canonical(dir).join(name));
+    }
+    if let Ok(target) = std::fs::canonicalize(path) {
+        places.push(target);
+    }
+    let state_dir = state_dir.map(canonical);
+    places.iter().find_map(|place| {
+        scope
+            .write_root_over(place)
+            .map(std::path::Path::to_path_buf)
+            .or_else(|| state_dir.clone().filter(|d| place.starts_with(d)))
     })
 }
 
