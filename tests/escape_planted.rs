@@ -1225,3 +1225,157 @@ async fn a_carve_target_swapped_for_a_symlink_after_prepare_is_not_followed() {
 async fn a_carve_target_swapped_for_a_symlink_after_prepare_is_not_followed_as_nobody() {
     carve_target_swap(true).await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Class 3: `node --env-file .env` — the env file is read outside the jail, by the launcher.
+
+/// The directory of the `node` on this machine's PATH (the tests resolve `node` by name, as a
+/// client's config does, so a PATH the env file sets would be the one that picks it).
+fn node_dir() -> PathBuf {
+    std::env::var_os("PATH")
+        .and_then(|p| {
+            std::env::split_paths(&p).find(|d| {
+                std::fs::metadata(d.join("node")).is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
+            })
+        })
+        .expect("node on PATH (the env-file tests start `node --env-file …`)")
+}
+
+/// Prepare (not start) `node --env-file-if-exists=ENV server.js PROJ` in `proj`, which is the
+/// write scope, with `path` as the user's PATH.
+fn prepare_env_file(
+    r: &Path,
+    proj: &Path,
+    env_arg: &str,
+    path: &str,
+) -> Result<sandbox::PreparedJail, String> {
+    let scope = Scope {
+        write: vec![entry(proj)],
+        deny: policy::always_denied(Some(&r.join("home"))),
+        ..Scope::default()
+    };
+    let env: Vec<(OsString, OsString)> = vec![
+        ("PATH".into(), path.into()),
+        ("HOME".into(), r.join("home").into_os_string()),
+    ];
+    let command: Vec<String> = vec![
+        "node".into(),
+        format!("--env-file-if-exists={env_arg}"),
+        proj.join("server.js").to_string_lossy().into_owned(),
+        proj.to_string_lossy().into_owned(),
+    ];
+    sandbox::prepare_with_env(&scope, &command, proj, &JailOptions::default(), &env)
+        .map_err(|e| e.to_string())
+}
+
+fn jail_env(jail: &sandbox::PreparedJail, key: &str) -> Option<String> {
+    jail.env()
+        .unwrap_or_default()
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.to_string_lossy().into_owned())
+}
+
+#[test]
+fn an_env_file_link_the_server_planted_is_not_read_outside_the_jail() {
+    let (_t, r) = root();
+    let proj = r.join("proj");
+    let secret = token();
+    write(&proj.join("server.js"), "");
+    write(
+        &r.join("outside/credentials"),
+        &format!("aws_secret = {secret}\n"),
+    );
+    let path = node_dir().to_string_lossy().into_owned() + ":/usr/bin:/bin";
+
+    // What a server of an earlier session leaves in its write scope: `.env` -> a file outside.
+    std::os::unix::fs::symlink(r.join("outside/credentials"), proj.join(".env")).unwrap();
+    let err = prepare_env_file(&r, &proj, ".env", &path)
+        .err()
+        .expect("refused");
+    assert!(
+        err.contains("symbolic link") && err.contains("hint:"),
+        "{err}"
+    );
+    assert!(!err.contains(&secret), "{err}");
+    // A directory link on the way counts the same (`sub` -> outside, `--env-file sub/credentials`).
+    std::os::unix::fs::symlink(r.join("outside"), proj.join("sub")).unwrap();
+    let err = prepare_env_file(&r, &proj, "sub/credentials", &path)
+        .err()
+        .expect("refused");
+    assert!(err.contains("symbolic link"), "{err}");
+    // Nor is anything but a regular file read (a FIFO would block the start).
+    std::fs::remove_file(proj.join(".env")).unwrap();
+    nix::unistd::mkfifo(&proj.join(".env"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let err = prepare_env_file(&r, &proj, ".env", &path)
+        .err()
+        .expect("refused");
+    assert!(err.contains("not a regular file"), "{err}");
+
+    // Controls: the user's own link, outside what the server may write, is followed; a regular
+    // .env in the project is read; both hand their variables to the server.
+    std::os::unix::fs::symlink(r.join("outside/credentials"), r.join("user.env")).unwrap();
+    let jail = prepare_env_file(&r, &proj, "../user.env", &path).unwrap();
+    assert_eq!(
+        jail_env(&jail, "aws_secret").as_deref(),
+        Some(secret.as_str())
+    );
+    std::fs::remove_file(proj.join(".env")).unwrap();
+    std::fs::copy(r.join("outside/credentials"), proj.join(".env")).unwrap();
+    let jail = prepare_env_file(&r, &proj, ".env", &path).unwrap();
+    assert_eq!(
+        jail_env(&jail, "aws_secret").as_deref(),
+        Some(secret.as_str())
+    );
+}
+
+#[test]
+fn env_file_variables_steer_neither_the_program_nor_the_loader() {
+    let (_t, r) = root();
+    let proj = r.join("proj");
+    write(&proj.join("server.js"), "");
+    // An executable outside the scope, and a `node` in the scope that points at it.
+    let tree = r.join("outside/tree");
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::copy("/bin/true", tree.join("tool")).unwrap();
+    write(&tree.join("secret2.txt"), "TREE-SECRET");
+    let bin = proj.join(".cache-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(tree.join("tool"), bin.join("node")).unwrap();
+    let planted_path = format!("{}:/usr/bin:/bin", bin.display());
+    write(
+        &proj.join(".env"),
+        &format!(
+            "PATH={planted_path}\nLD_PRELOAD={}\nHOME={}\nAPP_MODE=ok\n",
+            bin.join("libpre.so").display(),
+            tree.display()
+        ),
+    );
+    let user_path = node_dir().to_string_lossy().into_owned() + ":/usr/bin:/bin";
+    let granted_outside =
+        |jail: &sandbox::PreparedJail| jail.grants().iter().any(|g| g.path.starts_with(&tree));
+
+    let jail = prepare_env_file(&r, &proj, ".env", &user_path).unwrap();
+    assert!(
+        !granted_outside(&jail),
+        "the env file's PATH picked the program: {:?}",
+        jail.grants()
+    );
+    assert_ne!(jail.program(), bin.join("node").as_path());
+    assert_eq!(jail_env(&jail, "LD_PRELOAD"), None, "a loader variable");
+    assert_ne!(
+        jail_env(&jail, "PATH").as_deref(),
+        Some(planted_path.as_str())
+    );
+    assert_eq!(
+        jail_env(&jail, "HOME"),
+        Some(r.join("home").display().to_string())
+    );
+    // The file's ordinary variables still reach the server.
+    assert_eq!(jail_env(&jail, "APP_MODE").as_deref(), Some("ok"));
+
+    // Control: the same PATH as the user's real environment does pick the planted `node` (and
+    // grants its directory), so the case above is the env file being kept out of it.
+    let jail = prepare_env_file(&r, &proj, ".env", &planted_path).unwrap();
+    assert!(granted_outside(&jail), "{:?}", jail.grants());
+}
