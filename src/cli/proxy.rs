@@ -286,7 +286,7 @@ pub fn resolve_settings(
         }
         _ => crate::proxy::egress::Resolver::system(),
     };
-    let state_dir = crate::policy::server_state_dir(&name, home.as_deref());
+    let state_dir = state_dir_for(&pin_key(), &name, home.as_deref());
     refuse_rewritable_inputs(
         &cwd,
         derived.policy_file.as_deref(),
@@ -333,6 +333,64 @@ pub fn resolve_settings(
         pin: args.pin,
         egress_resolver,
     })
+}
+
+/// The server's private state directory, keyed by its identity ([`crate::policy::server_state_dir`]).
+/// A directory an earlier version keyed by the name alone is moved to the new place only when
+/// the pin store shows that no other server ever ran under this name: a pin file is written for
+/// every server identity that ran with pinning on, in mcpjail's own state, which no server can
+/// write. Otherwise (another identity pinned under the name, or no pins at all) the directory
+/// may hold another server's data or data planted for this one, so it is left where it is and
+/// the log says where, and how to move it if it is this server's.
+fn state_dir_for(
+    key: &crate::policy::pins::PinKey,
+    name: &str,
+    home: Option<&std::path::Path>,
+) -> Option<PathBuf> {
+    let dir = crate::policy::server_state_dir(key, home)?;
+    let legacy = crate::policy::xdg::legacy_server_state_dir(name, home)?;
+    let is_real_dir = |p: &std::path::Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+    if legacy == dir || !is_real_dir(&legacy) || std::fs::symlink_metadata(&dir).is_ok() {
+        return Some(dir);
+    }
+    let pinned: Vec<String> = crate::policy::pins::pins_dir(home)
+        .and_then(|pins| crate::policy::pins::list_servers(&pins).ok())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|k| {
+            k.strip_prefix(&key.label)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|d| d.len() == 12 && d.bytes().all(|b| b.is_ascii_hexdigit()))
+        })
+        .collect();
+    if pinned == [key.key.clone()] {
+        match std::fs::rename(&legacy, &dir) {
+            Ok(()) => {
+                tracing::info!(
+                    "moved the state directory {} (kept by name by an earlier mcpjail) to {}: \
+                     the pins show no other server ran as `{name}`",
+                    legacy.display(),
+                    dir.display()
+                );
+                return Some(dir);
+            }
+            Err(e) => tracing::warn!(
+                "cannot move the state directory {} to {}: {e}",
+                legacy.display(),
+                dir.display()
+            ),
+        }
+    }
+    tracing::warn!(
+        "the state directory {} was kept by name by an earlier mcpjail and may have been shared \
+         by every server named `{name}`; this server gets {} instead (hint: if the old one is \
+         this server's alone, move it there: mv {} {})",
+        legacy.display(),
+        dir.display(),
+        crate::policy::export::shell_quote(&legacy.display().to_string()),
+        crate::policy::export::shell_quote(&dir.display().to_string())
+    );
+    Some(dir)
 }
 
 /// Refuse a policy file or an audit log the jailed server could rewrite: both are trusted by
