@@ -1379,3 +1379,124 @@ fn env_file_variables_steer_neither_the_program_nor_the_loader() {
     let jail = prepare_env_file(&r, &proj, ".env", &planted_path).unwrap();
     assert!(granted_outside(&jail), "{:?}", jail.grants());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Class 3: a `node_modules` the server made in its own write scope is not made executable.
+
+const NM_DIR: &str = "MCPJAIL_TEST_NM_DIR";
+const NM_CONTROL: &str = "MCPJAIL_TEST_NM_CONTROL";
+
+/// The server: require a package from its `node_modules` (reading is all that needs), then
+/// run a program it planted there. Prints `{"require": …, "exec": …}`.
+const NM_SERVER: &str = r#"
+const cp = require("child_process");
+const out = {};
+try { out.require = require("pkg").word; } catch (e) { out.require = "ERR:" + e.code; }
+const r = cp.spawnSync(__dirname + "/node_modules/.bin/planted", []);
+out.exec = r.error ? "ERR:" + r.error.code : "OK:" + String(r.stdout).trim();
+console.log(JSON.stringify(out));
+"#;
+
+/// A project (the write scope) holding what a server of an earlier session wrote into it: a
+/// `node_modules` with a package and a program.
+fn nm_project(r: &Path, owner: Option<u32>) -> PathBuf {
+    let proj = r.join("proj");
+    write(&proj.join("server.js"), NM_SERVER);
+    write(
+        &proj.join("node_modules/pkg/index.js"),
+        "exports.word = 'from-pkg';\n",
+    );
+    let planted = proj.join("node_modules/.bin/planted");
+    write(&planted, "");
+    std::fs::copy("/bin/echo", &planted).unwrap();
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).unwrap();
+    if let Some(uid) = owner {
+        chown_tree(&proj, uid);
+    }
+    proj
+}
+
+/// Prepare and run the server in `proj` (jailed unless `control`): its printed results.
+async fn nm_run(proj: &Path, control: bool) -> BTreeMap<String, String> {
+    let scope = Scope {
+        write: vec![entry(proj)],
+        ..Scope::default()
+    };
+    let opts = JailOptions {
+        disabled: control,
+        ..JailOptions::default()
+    };
+    let path = node_dir().to_string_lossy().into_owned() + ":/usr/bin:/bin";
+    let env: Vec<(OsString, OsString)> = vec![("PATH".into(), path.into())];
+    let command: Vec<String> = vec![
+        "node".into(),
+        proj.join("server.js").to_string_lossy().into_owned(),
+        proj.to_string_lossy().into_owned(),
+    ];
+    let jail = sandbox::prepare_with_env(&scope, &command, proj, &opts, &env).unwrap();
+    for n in jail.notes() {
+        println!("  note: {n}");
+    }
+    let mut cmd = jail.command();
+    cmd.stdin(std::process::Stdio::null()).kill_on_drop(true);
+    let out = cmd.output().await.expect("spawn node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap()
+}
+
+/// Not a test on its own: [`nm_run`] as another uid (started through `setpriv`).
+#[tokio::test]
+async fn helper_nm_as_another_uid() {
+    let Some(dir) = std::env::var_os(NM_DIR) else {
+        return;
+    };
+    let control = std::env::var_os(NM_CONTROL).is_some();
+    let res = nm_run(Path::new(&dir), control).await;
+    println!("NM-RESULT {}", serde_json::json!(res));
+}
+
+async fn nm_case(nobody: bool, control: bool) -> BTreeMap<String, String> {
+    let (_t, r) = root();
+    let proj = nm_project(&r, nobody.then_some(NOBODY));
+    if !nobody {
+        return nm_run(&proj, control).await;
+    }
+    let mut env = vec![(NM_DIR, proj.as_os_str()), ("TMPDIR", "/tmp".as_ref())];
+    if control {
+        env.push((NM_CONTROL, "1".as_ref()));
+    }
+    let v = rerun::rerun(
+        rerun::AS_NOBODY,
+        "helper_nm_as_another_uid",
+        &env,
+        "NM-RESULT ",
+    );
+    serde_json::from_value(v).unwrap()
+}
+
+async fn node_modules_in_scope(nobody: bool) {
+    // Control: unjailed, the planted program runs.
+    let control = nm_case(nobody, true).await;
+    assert_eq!(control["exec"], "OK:", "{control:?}");
+    assert_eq!(control["require"], "from-pkg");
+    // Jailed: the package still loads (read), the planted program does not run.
+    let jailed = nm_case(nobody, false).await;
+    assert_eq!(jailed["require"], "from-pkg", "{jailed:?}");
+    assert_eq!(jailed["exec"], "ERR:EACCES", "{jailed:?}");
+}
+
+#[tokio::test]
+async fn a_node_modules_in_the_write_scope_is_read_but_not_executable() {
+    node_modules_in_scope(false).await;
+}
+
+#[tokio::test]
+async fn a_node_modules_in_the_write_scope_is_read_but_not_executable_as_nobody() {
+    node_modules_in_scope(true).await;
+}

@@ -221,6 +221,39 @@ fn server_writes(scope: &Scope, opts: &JailOptions) -> Vec<PathBuf> {
     out
 }
 
+/// A runtime directory found where the server may write (a project's own `node_modules` or
+/// venv, the directory of a server binary that lies in its own write scope) is granted
+/// read-only, not read+exec: the server could have created or filled it, and exec there would
+/// let it run programs it wrote itself — at once, since the write grant covers the same files,
+/// or at the next start, when discovery finds the directory it made. Reading is all a script's
+/// packages need (`require`/`import`; a native addon is mapped, not executed); only spawning a
+/// program from there is refused. The program the command names keeps exec: it is what the
+/// user asked to run.
+fn no_exec_where_the_server_writes(
+    mut g: Grant,
+    server_writes: &[PathBuf],
+    notes: &mut Vec<String>,
+) -> Grant {
+    if g.access != GrantAccess::ReadExec || g.why == runtime::WHY_PROGRAM {
+        return g;
+    }
+    let Some(root) = server_writes.iter().find(|w| g.path.starts_with(w)) else {
+        return g;
+    };
+    notes.push(format!(
+        "{} ({}) lies in {}, which the server may write: granted read-only, not executable, \
+         since the server could have put programs there (hint: no flag grants exec where the \
+         server writes; a server that must run programs from its install tree needs that tree \
+         outside its write grants: grant it only its data directory, e.g. a policy file with \
+         `ignore_argv = true` and `write = [\"DATA-DIR\"]`, or install the server elsewhere)",
+        g.path.display(),
+        g.why,
+        root.display()
+    ));
+    g.access = GrantAccess::Read;
+    g
+}
+
 /// Add the variables of the command's `--env-file` to the server's environment as Node applies
 /// them: after start, under the environment the server already has. A variable already set
 /// keeps its value (Node: "the value from the environment takes precedence"), so the file
@@ -298,7 +331,8 @@ pub fn prepare_with_env(
 
     // A package runner's resolve step runs here, outside the jail, with the user's own
     // environment; only the program it resolves to is jailed.
-    let launch = launcher::resolve_for_jail(command, cwd, base_env, &server_writes(scope, opts))
+    let server_writes = server_writes(scope, opts);
+    let launch = launcher::resolve_for_jail(command, cwd, base_env, &server_writes)
         .map_err(|e| SandboxError::Prepare(e.to_string()))?;
     // Variables the launcher sets for the server (its PATH, VIRTUAL_ENV, an --env-file's):
     // set over the base environment and kept through the scrub.
@@ -333,6 +367,7 @@ pub fn prepare_with_env(
     // Runtime grants can be a project's own directory (a script's siblings): denied names in it
     // (`.env`) are carved out as in scope directories.
     for g in rt.grants.iter().cloned() {
+        let g = no_exec_where_the_server_writes(g, &server_writes, &mut notes);
         if let Some(note) = planted::runtime_grant(&g, &rt.from_files, scope) {
             tracing::warn!("jail: {note}");
             notes.push(note);
