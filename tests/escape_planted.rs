@@ -1290,9 +1290,9 @@ fn an_env_file_link_the_server_planted_is_not_read_outside_the_jail() {
 
     // What a server of an earlier session leaves in its write scope: `.env` -> a file outside.
     std::os::unix::fs::symlink(r.join("outside/credentials"), proj.join(".env")).unwrap();
-    let err = prepare_env_file(&r, &proj, ".env", &path)
-        .err()
-        .expect("refused");
+    let Err(err) = prepare_env_file(&r, &proj, ".env", &path) else {
+        panic!("refused");
+    };
     assert!(
         err.contains("symbolic link") && err.contains("hint:"),
         "{err}"
@@ -1300,16 +1300,16 @@ fn an_env_file_link_the_server_planted_is_not_read_outside_the_jail() {
     assert!(!err.contains(&secret), "{err}");
     // A directory link on the way counts the same (`sub` -> outside, `--env-file sub/credentials`).
     std::os::unix::fs::symlink(r.join("outside"), proj.join("sub")).unwrap();
-    let err = prepare_env_file(&r, &proj, "sub/credentials", &path)
-        .err()
-        .expect("refused");
+    let Err(err) = prepare_env_file(&r, &proj, "sub/credentials", &path) else {
+        panic!("refused");
+    };
     assert!(err.contains("symbolic link"), "{err}");
     // Nor is anything but a regular file read (a FIFO would block the start).
     std::fs::remove_file(proj.join(".env")).unwrap();
     nix::unistd::mkfifo(&proj.join(".env"), nix::sys::stat::Mode::S_IRWXU).unwrap();
-    let err = prepare_env_file(&r, &proj, ".env", &path)
-        .err()
-        .expect("refused");
+    let Err(err) = prepare_env_file(&r, &proj, ".env", &path) else {
+        panic!("refused");
+    };
     assert!(err.contains("not a regular file"), "{err}");
 
     // Controls: the user's own link, outside what the server may write, is followed; a regular
