@@ -1267,3 +1267,278 @@ async fn a_carve_target_swapped_for_a_symlink_after_prepare_is_not_followed() {
 async fn a_carve_target_swapped_for_a_symlink_after_prepare_is_not_followed_as_nobody() {
     carve_target_swap(true).await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Class 3: `node --env-file .env` — the env file is read outside the jail, by the launcher.
+
+/// The directory of the `node` on this machine's PATH (the tests resolve `node` by name, as a
+/// client's config does, so a PATH the env file sets would be the one that picks it).
+fn node_dir() -> PathBuf {
+    std::env::var_os("PATH")
+        .and_then(|p| {
+            std::env::split_paths(&p).find(|d| {
+                std::fs::metadata(d.join("node")).is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
+            })
+        })
+        .expect("node on PATH (the env-file tests start `node --env-file …`)")
+}
+
+/// Prepare (not start) `node --env-file-if-exists=ENV server.js PROJ` in `proj`, which is the
+/// write scope, with `path` as the user's PATH.
+fn prepare_env_file(
+    r: &Path,
+    proj: &Path,
+    env_arg: &str,
+    path: &str,
+) -> Result<sandbox::PreparedJail, String> {
+    let scope = Scope {
+        write: vec![entry(proj)],
+        deny: policy::always_denied(Some(&r.join("home"))),
+        ..Scope::default()
+    };
+    let env: Vec<(OsString, OsString)> = vec![
+        ("PATH".into(), path.into()),
+        ("HOME".into(), r.join("home").into_os_string()),
+    ];
+    let command: Vec<String> = vec![
+        "node".into(),
+        format!("--env-file-if-exists={env_arg}"),
+        proj.join("server.js").to_string_lossy().into_owned(),
+        proj.to_string_lossy().into_owned(),
+    ];
+    sandbox::prepare_with_env(&scope, &command, proj, &JailOptions::default(), &env)
+        .map_err(|e| e.to_string())
+}
+
+fn jail_env(jail: &sandbox::PreparedJail, key: &str) -> Option<String> {
+    jail.env()
+        .unwrap_or_default()
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.to_string_lossy().into_owned())
+}
+
+#[test]
+fn an_env_file_link_the_server_planted_is_not_read_outside_the_jail() {
+    let (_t, r) = root();
+    let proj = r.join("proj");
+    let secret = token();
+    write(&proj.join("server.js"), "");
+    write(
+        &r.join("outside/credentials"),
+        &format!("aws_secret = {secret}\n"),
+    );
+    let path = node_dir().to_string_lossy().into_owned() + ":/usr/bin:/bin";
+
+    // What a server of an earlier session leaves in its write scope: `.env` -> a file outside.
+    std::os::unix::fs::symlink(r.join("outside/credentials"), proj.join(".env")).unwrap();
+    let Err(err) = prepare_env_file(&r, &proj, ".env", &path) else {
+        panic!("refused");
+    };
+    assert!(
+        err.contains("symbolic link") && err.contains("hint:"),
+        "{err}"
+    );
+    assert!(!err.contains(&secret), "{err}");
+    // A directory link on the way counts the same (`sub` -> outside, `--env-file sub/credentials`).
+    std::os::unix::fs::symlink(r.join("outside"), proj.join("sub")).unwrap();
+    let Err(err) = prepare_env_file(&r, &proj, "sub/credentials", &path) else {
+        panic!("refused");
+    };
+    assert!(err.contains("symbolic link"), "{err}");
+    // Nor is anything but a regular file read (a FIFO would block the start).
+    std::fs::remove_file(proj.join(".env")).unwrap();
+    nix::unistd::mkfifo(&proj.join(".env"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let Err(err) = prepare_env_file(&r, &proj, ".env", &path) else {
+        panic!("refused");
+    };
+    assert!(err.contains("not a regular file"), "{err}");
+
+    // Controls: the user's own link, outside what the server may write, is followed; a regular
+    // .env in the project is read; both hand their variables to the server.
+    std::os::unix::fs::symlink(r.join("outside/credentials"), r.join("user.env")).unwrap();
+    let jail = prepare_env_file(&r, &proj, "../user.env", &path).unwrap();
+    assert_eq!(
+        jail_env(&jail, "aws_secret").as_deref(),
+        Some(secret.as_str())
+    );
+    std::fs::remove_file(proj.join(".env")).unwrap();
+    std::fs::copy(r.join("outside/credentials"), proj.join(".env")).unwrap();
+    let jail = prepare_env_file(&r, &proj, ".env", &path).unwrap();
+    assert_eq!(
+        jail_env(&jail, "aws_secret").as_deref(),
+        Some(secret.as_str())
+    );
+}
+
+#[test]
+fn env_file_variables_steer_neither_the_program_nor_the_loader() {
+    let (_t, r) = root();
+    let proj = r.join("proj");
+    write(&proj.join("server.js"), "");
+    // An executable outside the scope, and a `node` in the scope that points at it.
+    let tree = r.join("outside/tree");
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::copy("/bin/true", tree.join("tool")).unwrap();
+    write(&tree.join("secret2.txt"), "TREE-SECRET");
+    let bin = proj.join(".cache-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(tree.join("tool"), bin.join("node")).unwrap();
+    let planted_path = format!("{}:/usr/bin:/bin", bin.display());
+    write(
+        &proj.join(".env"),
+        &format!(
+            "PATH={planted_path}\nLD_PRELOAD={}\nHOME={}\nAPP_MODE=ok\n",
+            bin.join("libpre.so").display(),
+            tree.display()
+        ),
+    );
+    let user_path = node_dir().to_string_lossy().into_owned() + ":/usr/bin:/bin";
+    let granted_outside =
+        |jail: &sandbox::PreparedJail| jail.grants().iter().any(|g| g.path.starts_with(&tree));
+
+    let jail = prepare_env_file(&r, &proj, ".env", &user_path).unwrap();
+    assert!(
+        !granted_outside(&jail),
+        "the env file's PATH picked the program: {:?}",
+        jail.grants()
+    );
+    assert_ne!(jail.program(), bin.join("node").as_path());
+    assert_eq!(jail_env(&jail, "LD_PRELOAD"), None, "a loader variable");
+    assert_ne!(
+        jail_env(&jail, "PATH").as_deref(),
+        Some(planted_path.as_str())
+    );
+    assert_eq!(
+        jail_env(&jail, "HOME"),
+        Some(r.join("home").display().to_string())
+    );
+    // The file's ordinary variables still reach the server.
+    assert_eq!(jail_env(&jail, "APP_MODE").as_deref(), Some("ok"));
+
+    // Control: the same PATH as the user's real environment does pick the planted `node` (and
+    // grants its directory), so the case above is the env file being kept out of it.
+    let jail = prepare_env_file(&r, &proj, ".env", &planted_path).unwrap();
+    assert!(granted_outside(&jail), "{:?}", jail.grants());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Class 3: a `node_modules` the server made in its own write scope is not made executable.
+
+const NM_DIR: &str = "MCPJAIL_TEST_NM_DIR";
+const NM_CONTROL: &str = "MCPJAIL_TEST_NM_CONTROL";
+
+/// The server: require a package from its `node_modules` (reading is all that needs), then
+/// run a program it planted there. Prints `{"require": …, "exec": …}`.
+const NM_SERVER: &str = r#"
+const cp = require("child_process");
+const out = {};
+try { out.require = require("pkg").word; } catch (e) { out.require = "ERR:" + e.code; }
+const r = cp.spawnSync(__dirname + "/node_modules/.bin/planted", []);
+out.exec = r.error ? "ERR:" + r.error.code : "OK:" + String(r.stdout).trim();
+console.log(JSON.stringify(out));
+"#;
+
+/// A project (the write scope) holding what a server of an earlier session wrote into it: a
+/// `node_modules` with a package and a program.
+fn nm_project(r: &Path, owner: Option<u32>) -> PathBuf {
+    let proj = r.join("proj");
+    write(&proj.join("server.js"), NM_SERVER);
+    write(
+        &proj.join("node_modules/pkg/index.js"),
+        "exports.word = 'from-pkg';\n",
+    );
+    let planted = proj.join("node_modules/.bin/planted");
+    write(&planted, "");
+    std::fs::copy("/bin/echo", &planted).unwrap();
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).unwrap();
+    if let Some(uid) = owner {
+        chown_tree(&proj, uid);
+    }
+    proj
+}
+
+/// Prepare and run the server in `proj` (jailed unless `control`): its printed results.
+async fn nm_run(proj: &Path, control: bool) -> BTreeMap<String, String> {
+    let scope = Scope {
+        write: vec![entry(proj)],
+        ..Scope::default()
+    };
+    let opts = JailOptions {
+        disabled: control,
+        ..JailOptions::default()
+    };
+    let path = node_dir().to_string_lossy().into_owned() + ":/usr/bin:/bin";
+    let env: Vec<(OsString, OsString)> = vec![("PATH".into(), path.into())];
+    let command: Vec<String> = vec![
+        "node".into(),
+        proj.join("server.js").to_string_lossy().into_owned(),
+        proj.to_string_lossy().into_owned(),
+    ];
+    let jail = sandbox::prepare_with_env(&scope, &command, proj, &opts, &env).unwrap();
+    for n in jail.notes() {
+        println!("  note: {n}");
+    }
+    let mut cmd = jail.command();
+    cmd.stdin(std::process::Stdio::null()).kill_on_drop(true);
+    let out = cmd.output().await.expect("spawn node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap()
+}
+
+/// Not a test on its own: [`nm_run`] as another uid (started through `setpriv`).
+#[tokio::test]
+async fn helper_nm_as_another_uid() {
+    let Some(dir) = std::env::var_os(NM_DIR) else {
+        return;
+    };
+    let control = std::env::var_os(NM_CONTROL).is_some();
+    let res = nm_run(Path::new(&dir), control).await;
+    println!("NM-RESULT {}", serde_json::json!(res));
+}
+
+async fn nm_case(nobody: bool, control: bool) -> BTreeMap<String, String> {
+    let (_t, r) = root();
+    let proj = nm_project(&r, nobody.then_some(NOBODY));
+    if !nobody {
+        return nm_run(&proj, control).await;
+    }
+    let mut env = vec![(NM_DIR, proj.as_os_str()), ("TMPDIR", "/tmp".as_ref())];
+    if control {
+        env.push((NM_CONTROL, "1".as_ref()));
+    }
+    let v = rerun::rerun(
+        rerun::AS_NOBODY,
+        "helper_nm_as_another_uid",
+        &env,
+        "NM-RESULT ",
+    );
+    serde_json::from_value(v).unwrap()
+}
+
+async fn node_modules_in_scope(nobody: bool) {
+    // Control: unjailed, the planted program runs.
+    let control = nm_case(nobody, true).await;
+    assert_eq!(control["exec"], "OK:", "{control:?}");
+    assert_eq!(control["require"], "from-pkg");
+    // Jailed: the package still loads (read), the planted program does not run.
+    let jailed = nm_case(nobody, false).await;
+    assert_eq!(jailed["require"], "from-pkg", "{jailed:?}");
+    assert_eq!(jailed["exec"], "ERR:EACCES", "{jailed:?}");
+}
+
+#[tokio::test]
+async fn a_node_modules_in_the_write_scope_is_read_but_not_executable() {
+    node_modules_in_scope(false).await;
+}
+
+#[tokio::test]
+async fn a_node_modules_in_the_write_scope_is_read_but_not_executable_as_nobody() {
+    node_modules_in_scope(true).await;
+}

@@ -717,9 +717,19 @@ fn server_state_dot_directory_and_xdg_cache() {
         !home.join(".cache").exists(),
         "the jailed server wrote the real ~/.cache"
     );
-    assert!(home
-        .join(".local/state/mcpjail-servers/acme/cache/acme/cache.txt")
-        .is_file());
+    // The private state directory is keyed by the name and the server's identity.
+    let servers = home.join(".local/state/mcpjail-servers");
+    let own: Vec<_> = std::fs::read_dir(&servers)
+        .unwrap()
+        .filter_map(|d| d.ok())
+        .map(|d| d.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("acme-"))
+        })
+        .collect();
+    assert_eq!(own.len(), 1, "{own:?}");
+    assert!(own[0].join("cache/acme/cache.txt").is_file());
 }
 
 /// Ordinary strings are not paths (issue: false denials): `server-everything`'s enum city,

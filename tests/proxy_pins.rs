@@ -415,7 +415,11 @@ fn off_records_nothing() {
         !e.state.join("mcpjail").exists(),
         "--pin off must not create mcpjail's state directory"
     );
-    assert!(e.state.join("mcpjail-servers/fx").is_dir());
+    assert_eq!(
+        state_dirs(&e, "fx").len(),
+        1,
+        "the server's own, keyed by its identity"
+    );
     assert!(!e.tree.root().join("home/.local/state").exists());
 }
 
@@ -523,4 +527,130 @@ fn two_servers_named_index_keep_apart_pins_and_block_hides_nothing_legitimate() 
         .unwrap()
         .count();
     assert_eq!(files, 2, "one pin file per server");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The private state directory (`$XDG_STATE_HOME/mcpjail-servers/…`) is keyed like the pins.
+
+/// The state directories of servers labelled `label` (`<label>-<12 hex digits>`), sorted.
+fn state_dirs(e: &Env, label: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(e.state.join("mcpjail-servers"))
+        .map(|d| d.filter_map(|x| x.ok()).map(|x| x.path()).collect())
+        .unwrap_or_default();
+    out.retain(|p| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix(label))
+            .and_then(|n| n.strip_prefix('-'))
+            .is_some_and(|d| d.len() == 12 && d.bytes().all(|b| b.is_ascii_hexdigit()))
+    });
+    out.sort();
+    out
+}
+
+/// Start `program` as `fx`, initialize, stop: its state directory is prepared at start.
+fn start_and_stop(e: &Env, program: &Path) -> String {
+    let mut s = e.proxy_running(program, &["--name", "fx", "--pin", "off"], &[]);
+    s.initialize();
+    s.close_stdin();
+    assert_eq!(s.wait_exit(), 0);
+    s.stderr_closed()
+}
+
+/// Two copies of the fixture in different directories, both `--name fx`.
+fn two_programs(e: &Env) -> Vec<PathBuf> {
+    ["a", "b"]
+        .iter()
+        .map(|dir| {
+            let d = e.tree.root().join(dir);
+            std::fs::create_dir_all(&d).unwrap();
+            let p = d.join("server");
+            std::fs::copy(FIXTURE, &p).unwrap();
+            p
+        })
+        .collect()
+}
+
+fn key_of(e: &Env, program: &Path) -> String {
+    let command = vec![
+        program.display().to_string(),
+        e.tree.scope().display().to_string(),
+    ];
+    mcpjail::proxy::pin_key("fx", &command, &e.tree.scope()).key
+}
+
+#[test]
+fn two_servers_of_one_name_get_apart_state_directories_each_kept_across_restarts() {
+    let e = Env::new();
+    let programs = two_programs(&e);
+    start_and_stop(&e, &programs[0]);
+    let after_a = state_dirs(&e, "fx");
+    assert_eq!(after_a.len(), 1, "{after_a:?}");
+    std::fs::write(after_a[0].join("config/oauth-token.json"), "A-TOKEN").unwrap();
+    // A different program under the same name: a directory of its own, without A's token.
+    start_and_stop(&e, &programs[1]);
+    let both = state_dirs(&e, "fx");
+    assert_eq!(both.len(), 2, "{both:?}");
+    let b_dir = both.iter().find(|d| **d != after_a[0]).unwrap();
+    assert!(!b_dir.join("config/oauth-token.json").exists());
+    assert!(
+        !e.state.join("mcpjail-servers/fx").exists(),
+        "no name-keyed directory"
+    );
+    // The same program again: the same directory, the token still there.
+    start_and_stop(&e, &programs[0]);
+    assert_eq!(state_dirs(&e, "fx"), both);
+    assert_eq!(
+        std::fs::read_to_string(after_a[0].join("config/oauth-token.json")).unwrap(),
+        "A-TOKEN"
+    );
+}
+
+#[test]
+fn a_name_keyed_state_directory_is_adopted_only_when_the_pins_show_one_server() {
+    let e = Env::new();
+    let programs = two_programs(&e);
+    let legacy = e.state.join("mcpjail-servers/fx");
+    let pins = e.state.join("mcpjail/pins");
+    std::fs::create_dir_all(legacy.join("config")).unwrap();
+    std::fs::create_dir_all(&pins).unwrap();
+    std::fs::write(legacy.join("config/token"), "OLD").unwrap();
+
+    // Two identities were pinned as `fx`: the old directory may be either's (or planted by
+    // one for the other). It stays where it is, unused, and the log says so.
+    std::fs::write(
+        pins.join(format!("{}.json", key_of(&e, &programs[0]))),
+        "{}",
+    )
+    .unwrap();
+    std::fs::write(
+        pins.join(format!("{}.json", key_of(&e, &programs[1]))),
+        "{}",
+    )
+    .unwrap();
+    let err = start_and_stop(&e, &programs[0]);
+    assert!(
+        err.contains(&legacy.display().to_string()) && err.contains("mv "),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(legacy.join("config/token")).unwrap(),
+        "OLD"
+    );
+    let dirs = state_dirs(&e, "fx");
+    assert_eq!(dirs.len(), 1);
+    assert!(!dirs[0].join("config/token").exists());
+    std::fs::remove_dir_all(&dirs[0]).unwrap();
+
+    // Control: only this server was ever pinned as `fx`: its old directory is moved to it.
+    std::fs::remove_file(pins.join(format!("{}.json", key_of(&e, &programs[1])))).unwrap();
+    start_and_stop(&e, &programs[0]);
+    let dirs = state_dirs(&e, "fx");
+    assert_eq!(dirs.len(), 1);
+    assert!(dirs[0].ends_with(key_of(&e, &programs[0])));
+    assert_eq!(
+        std::fs::read_to_string(dirs[0].join("config/token")).unwrap(),
+        "OLD"
+    );
+    assert!(!legacy.exists());
 }

@@ -286,7 +286,15 @@ pub fn resolve_settings(
         }
         _ => crate::proxy::egress::Resolver::system(),
     };
-    let state_dir = crate::policy::server_state_dir(&name, home.as_deref());
+    let state_dir = state_dir_for(&pin_key(), &name, home.as_deref());
+    refuse_rewritable_inputs(
+        &cwd,
+        derived.policy_file.as_deref(),
+        args.log_file.as_deref(),
+        &scope,
+        state_dir.as_deref(),
+        home.as_deref(),
+    )?;
     // Recorded now, checked by every jail prepared from this scope (respawns included).
     let derived_kinds = crate::sandbox::observe_kinds(&scope);
     Ok(crate::proxy::ProxyConfig {
@@ -324,6 +332,147 @@ pub fn resolve_settings(
         grace: std::time::Duration::from_secs(2),
         pin: args.pin,
         egress_resolver,
+    })
+}
+
+/// The server's private state directory, keyed by its identity ([`crate::policy::server_state_dir`]).
+/// A directory an earlier version keyed by the name alone is moved to the new place only when
+/// the pin store shows that no other server ever ran under this name: a pin file is written for
+/// every server identity that ran with pinning on, in mcpjail's own state, which no server can
+/// write. Otherwise (another identity pinned under the name, or no pins at all) the directory
+/// may hold another server's data or data planted for this one, so it is left where it is and
+/// the log says where, and how to move it if it is this server's.
+fn state_dir_for(
+    key: &crate::policy::pins::PinKey,
+    name: &str,
+    home: Option<&std::path::Path>,
+) -> Option<PathBuf> {
+    let dir = crate::policy::server_state_dir(key, home)?;
+    let legacy = crate::policy::xdg::legacy_server_state_dir(name, home)?;
+    let is_real_dir = |p: &std::path::Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+    if legacy == dir || !is_real_dir(&legacy) || std::fs::symlink_metadata(&dir).is_ok() {
+        return Some(dir);
+    }
+    let pinned: Vec<String> = crate::policy::pins::pins_dir(home)
+        .and_then(|pins| crate::policy::pins::list_servers(&pins).ok())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|k| {
+            k.strip_prefix(&key.label)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|d| d.len() == 12 && d.bytes().all(|b| b.is_ascii_hexdigit()))
+        })
+        .collect();
+    if pinned == [key.key.clone()] {
+        match std::fs::rename(&legacy, &dir) {
+            Ok(()) => {
+                tracing::info!(
+                    "moved the state directory {} (kept by name by an earlier mcpjail) to {}: \
+                     the pins show no other server ran as `{name}`",
+                    legacy.display(),
+                    dir.display()
+                );
+                return Some(dir);
+            }
+            Err(e) => tracing::warn!(
+                "cannot move the state directory {} to {}: {e}",
+                legacy.display(),
+                dir.display()
+            ),
+        }
+    }
+    tracing::warn!(
+        "the state directory {} was kept by name by an earlier mcpjail and may have been shared \
+         by every server named `{name}`; this server gets {} instead (hint: if the old one is \
+         this server's alone, move it there: mv {} {})",
+        legacy.display(),
+        dir.display(),
+        crate::policy::export::shell_quote(&legacy.display().to_string()),
+        crate::policy::export::shell_quote(&dir.display().to_string())
+    );
+    Some(dir)
+}
+
+/// Refuse a policy file or an audit log the jailed server could rewrite: both are trusted by
+/// the proxy, outside the jail, at the next start (the policy decides the next jail's grants,
+/// the log is the record of what the server did, and a link planted in its place would make the
+/// proxy append elsewhere). "Could rewrite" is: the file, its directory or, for a link, its
+/// target lies under a write grant (not masked by a deny glob) or in the server's own state
+/// directory.
+fn refuse_rewritable_inputs(
+    cwd: &std::path::Path,
+    policy_file: Option<&std::path::Path>,
+    log_file: Option<&std::path::Path>,
+    scope: &crate::policy::Scope,
+    state_dir: Option<&std::path::Path>,
+    home: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    if let Some(file) = policy_file {
+        if let Some(root) = server_can_rewrite(&cwd.join(file), scope, state_dir) {
+            return Err(super::UserError::new(format!(
+                "the policy file {} lies in {}, which the server may write: a jailed server \
+                 could rewrite its own policy and the next start would grant what it wrote",
+                file.display(),
+                root.display()
+            ))
+            .with_hint(
+                "move the policy file out of every directory the server may write (e.g. to \
+                 $XDG_CONFIG_HOME/mcpjail/servers/<name>.toml, found by --name without \
+                 --policy, where no server can write) and write its paths absolute or relative \
+                 to its new place",
+            )
+            .into());
+        }
+    }
+    if let Some(file) = log_file {
+        if let Some(root) = server_can_rewrite(&cwd.join(file), scope, state_dir) {
+            let suggested = crate::policy::xdg::state_dir(home)
+                .map(|d| {
+                    format!(
+                        " (e.g. in {}, which no server may read or write)",
+                        d.display()
+                    )
+                })
+                .unwrap_or_default();
+            return Err(super::UserError::new(format!(
+                "the audit log {} lies in {}, which the server may write: a jailed server could \
+                 rewrite its own record, or put a link in its place that the proxy would append \
+                 through",
+                file.display(),
+                root.display()
+            ))
+            .with_hint(format!(
+                "give --log-file a file outside every directory the server may write{suggested}"
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// The write grant (or the server's state directory) under which the server could replace or
+/// rewrite `path`: checked for its directory plus its name (a replacement) and, if it exists,
+/// its canonical target (a rewrite through a link).
+fn server_can_rewrite(
+    path: &std::path::Path,
+    scope: &crate::policy::Scope,
+    state_dir: Option<&std::path::Path>,
+) -> Option<PathBuf> {
+    let canonical =
+        |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut places = Vec::new();
+    if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
+        places.push(canonical(dir).join(name));
+    }
+    if let Ok(target) = std::fs::canonicalize(path) {
+        places.push(target);
+    }
+    let state_dir = state_dir.map(canonical);
+    places.iter().find_map(|place| {
+        scope
+            .write_root_over(place)
+            .map(std::path::Path::to_path_buf)
+            .or_else(|| state_dir.clone().filter(|d| place.starts_with(d)))
     })
 }
 

@@ -215,6 +215,20 @@ impl Scope {
         }
     }
 
+    /// The write root under which the server may change `path` (canonical), if any. A path a
+    /// deny glob covers is not writable (the jail masks it), so it has none. Whoever starts a
+    /// server refuses to trust a file the server could rewrite (the proxy's audit log, the
+    /// policy file that decides the grants).
+    pub fn write_root_over(&self, path: &Path) -> Option<&Path> {
+        if self.denied_by(path).is_some() {
+            return None;
+        }
+        self.write
+            .iter()
+            .find(|e| path.starts_with(&e.path))
+            .map(|e| e.path.as_path())
+    }
+
     /// Is `other` strictly narrower than or equal to `self` (so a respawn would narrow)?
     /// Every read entry of `other` must lie under a read or write root of `self`, every write
     /// entry under a write root, every exec entry under an exec root; `other` must deny at least

@@ -19,10 +19,26 @@ pub fn data_dir(home: Option<&Path>) -> Option<PathBuf> {
     xdg_dir("XDG_DATA_HOME", home, ".local/share").map(|d| d.join("mcpjail"))
 }
 
-/// `$XDG_STATE_HOME/mcpjail-servers/<name>` (default `~/.local/state/mcpjail-servers/<name>`):
-/// the private state directory the jail gives one server. Kept apart from mcpjail's own state
+/// `$XDG_STATE_HOME/mcpjail-servers` (default `~/.local/state/mcpjail-servers`): where the
+/// private state directories the jail gives servers live. Kept apart from mcpjail's own state
 /// (pins, install records), which every server is denied.
-pub fn server_state_dir(name: &str, home: Option<&Path>) -> Option<PathBuf> {
+pub fn server_state_root(home: Option<&Path>) -> Option<PathBuf> {
+    xdg_dir("XDG_STATE_HOME", home, ".local/state").map(|d| d.join("mcpjail-servers"))
+}
+
+/// `<server_state_root>/<key>`: one server's private state directory, keyed like its pins
+/// (`<label>-<12 hex digits of SHA-256(identity)>`, [`super::pins::PinKey`]), so two different
+/// servers that share a name (`python3 a/srv/server.py` and `python3 b/srv/server.py`, both
+/// `srv`; `@x/server-foo` and `@evil/server-foo`) never share one, and the same command keeps
+/// its directory across restarts.
+pub fn server_state_dir(key: &super::pins::PinKey, home: Option<&Path>) -> Option<PathBuf> {
+    server_state_root(home).map(|d| d.join(&key.key))
+}
+
+/// `<server_state_root>/<name>`: where earlier versions kept a server's state, keyed by the
+/// name alone (and possibly shared by every server of that name). See
+/// `cli::proxy::state_dir_for` for when one is still used.
+pub fn legacy_server_state_dir(name: &str, home: Option<&Path>) -> Option<PathBuf> {
     let safe: String = name
         .chars()
         .map(|c| {
@@ -38,7 +54,7 @@ pub fn server_state_dir(name: &str, home: Option<&Path>) -> Option<PathBuf> {
     } else {
         safe
     };
-    xdg_dir("XDG_STATE_HOME", home, ".local/state").map(|d| d.join("mcpjail-servers").join(safe))
+    server_state_root(home).map(|d| d.join(safe))
 }
 
 fn xdg_dir(var: &str, home: Option<&Path>, default: &str) -> Option<PathBuf> {

@@ -18,6 +18,13 @@
 //! like `read\x1b]52;c;…\x07` is printed, not obeyed by the user's terminal; the colour of
 //! `ALLOW`/`DENY` is added after. In the audit file, JSON escapes the C0 controls and
 //! [`TerminalSafeJson`] the C1 controls and bidi marks, so `tail -f` on it is safe as well.
+//!
+//! The proxy runs outside the jail, so the file it appends to must be the file the user named:
+//! the last component is opened without following a symbolic link, and only a regular file is
+//! accepted ([`open_append_regular`]). A log the server could replace by a link (one inside its
+//! write scope) would otherwise make the proxy append, with text partly of the server's choosing,
+//! to any file the user can write (`~/.bashrc`); whoever starts the proxy also refuses a log
+//! file that lies in a write grant (`cli::proxy`), since the server could rewrite its own record.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -82,6 +89,48 @@ pub struct NetRecord {
     pub reason: Option<String>,
 }
 
+/// Open `path` for appending (created 0600 if missing) without following a symbolic link in
+/// its last component, and only if it is a regular file: a FIFO or device is refused before
+/// anything is written to it (`O_NONBLOCK` keeps the open of a FIFO without a reader from
+/// hanging; it changes nothing for a regular file).
+pub fn open_append_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    #[cfg(unix)]
+    let file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ELOOP) => std::io::Error::other(
+                    "it is a symbolic link, which the proxy does not follow (a link put in place \
+                     of the log would make it append to the link's target); name the file itself",
+                ),
+                // A FIFO without a reader (the non-blocking open of one for writing).
+                Some(libc::ENXIO) => not_regular(),
+                _ => e,
+            })?
+    };
+    #[cfg(not(unix))]
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(not_regular());
+    }
+    Ok(file)
+}
+
+fn not_regular() -> std::io::Error {
+    std::io::Error::other(
+        "it is not a regular file (an audit log must be a plain file the proxy appends to)",
+    )
+}
+
 /// Where call records go.
 #[derive(Debug)]
 pub struct CallLog {
@@ -111,16 +160,10 @@ impl CallLog {
         let file_arg = file;
         let file = match file {
             None => None,
-            Some(path) => Some(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .map_err(|source| AuditOpenError {
-                        path: path.to_path_buf(),
-                        source,
-                    })?,
-            ),
+            Some(path) => Some(open_append_regular(path).map_err(|source| AuditOpenError {
+                path: path.to_path_buf(),
+                source,
+            })?),
         };
         let mut log = CallLog {
             server: server.to_string(),

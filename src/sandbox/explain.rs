@@ -661,10 +661,13 @@ fn judge(jail: &PreparedJail, scope: &Scope, reported: Reported) -> Option<Refus
     })
 }
 
-/// The flag and policy line that grant `path` for `needed`.
+/// The flag and policy line that grant `path` for `needed`. The path comes from the server's
+/// own error text, so the flag shows it shell-quoted: a user who pastes the hint must not run a
+/// `$(…)` the server put in a file name.
 fn grant_fix(path: &Path, needed: Needed) -> Fix {
-    let shown = path.display().to_string();
-    let quoted = serde_json::to_string(&shown).unwrap_or_else(|_| format!("\"{shown}\""));
+    let raw = path.display().to_string();
+    let quoted = serde_json::to_string(&raw).unwrap_or_else(|_| format!("\"{raw}\""));
+    let shown = crate::policy::export::shell_quote(&raw);
     match needed {
         Needed::Read => Fix::Grant {
             flag: format!("--allow-read {shown}"),
@@ -798,6 +801,24 @@ mod tests {
         assert!(mentions_permission_error(b"...read-only FILE system"));
         assert!(!mentions_permission_error(b"eacce"));
         assert!(!mentions_permission_error(b""));
+    }
+
+    #[test]
+    fn a_server_chosen_path_in_a_hint_is_shell_quoted() {
+        // The path comes from the server's error text and ends up in a hint the user pastes
+        // (and in the audit log): a `$(…)` in it must stay a file name.
+        let path = Path::new("/srv/$(id>/tmp/pwned)/it's");
+        for needed in [Needed::Read, Needed::Write, Needed::ReadOrWrite] {
+            let Fix::Grant { flag, .. } = grant_fix(path, needed) else {
+                panic!("a grant for {needed:?}");
+            };
+            assert!(flag.contains("'/srv/$(id>/tmp/pwned)/it'\\''s'"), "{flag}");
+        }
+        // Control: a plain path stays bare.
+        let Fix::Grant { flag, .. } = grant_fix(Path::new("/srv/data"), Needed::Read) else {
+            panic!("a grant");
+        };
+        assert_eq!(flag, "--allow-read /srv/data");
     }
 
     #[test]

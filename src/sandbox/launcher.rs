@@ -16,7 +16,13 @@
 //!
 //! Also here: `--env-file F` of `node`/`deno`/`uv run` is read by the launcher, not the server;
 //! F is usually a `.env`, which the jail denies. It is read here and its variables are given to
-//! the server, and the option is removed from the jailed command line.
+//! the server, and the option is removed from the jailed command line. The read happens outside
+//! the jail, so F is read only as the user could have placed it: a symbolic link on its way
+//! that lies where the server may write (a server of an earlier session could have planted it,
+//! to have any `KEY=VALUE` file the user can read handed to it) is refused, and so is anything
+//! but a regular file. Its variables are kept apart ([`Launch::env_file`]): they are the
+//! server's, never the jail's — they do not steer how the program is found or what is granted,
+//! and `sandbox::prepare` applies them the way Node does (see `apply_env_file` there).
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -39,6 +45,10 @@ pub struct Launch {
     /// Variables the launcher would have set for the server (its `PATH`, `VIRTUAL_ENV`, the
     /// contents of `--env-file`): passed to the jailed server past the environment scrub.
     pub env: Vec<(String, String)>,
+    /// The variables of the command's `--env-file` (`node --env-file .env`): data for the
+    /// server only, kept out of `env` so that a file the server may have written never decides
+    /// how the program is resolved or what the jail grants.
+    pub env_file: Vec<(String, String)>,
     /// The installed package tree (`…/_npx/<hash>/node_modules`, a uv environment).
     pub package_root: Option<PathBuf>,
     /// The project a runner syncs outside the jail at every start (`uv run`'s directory): its
@@ -63,17 +73,31 @@ fn err(message: impl Into<String>, hint: impl Into<String>) -> LaunchError {
 }
 
 /// Resolve `command` run in `cwd` with the user's environment `env` into what the jail starts.
-/// Commands that are not package runners and carry no `--env-file` come back unchanged.
+/// Commands that are not package runners and carry no `--env-file` come back unchanged. For
+/// callers that start nothing (exports, records): no directory counts as the server's, so an
+/// env file is read through any link; the jail uses [`resolve_for_jail`].
 pub fn resolve(
     command: &[String],
     cwd: &Path,
     env: &[(OsString, OsString)],
+) -> Result<Launch, LaunchError> {
+    resolve_for_jail(command, cwd, env, &[])
+}
+
+/// [`resolve`] for a server that may write under `server_writes` (canonical directories): an
+/// env file reached through a symbolic link that lies under one of them is refused.
+pub fn resolve_for_jail(
+    command: &[String],
+    cwd: &Path,
+    env: &[(OsString, OsString)],
+    server_writes: &[PathBuf],
 ) -> Result<Launch, LaunchError> {
     let parsed = ServerCommand::parse(command);
     let mut launch = Launch {
         command: command.to_vec(),
         cwd: cwd.to_path_buf(),
         env: Vec::new(),
+        env_file: Vec::new(),
         package_root: None,
         project_dir: None,
         notes: Vec::new(),
@@ -96,13 +120,17 @@ pub fn resolve(
             Launcher::Node | Launcher::Deno | Launcher::Bun
         )
     {
-        take_env_files(&parsed, &mut launch)?;
+        take_env_files(&parsed, &mut launch, server_writes)?;
     }
     Ok(launch)
 }
 
 /// `node --env-file .env server.js`: read the file here, drop the option.
-fn take_env_files(parsed: &ServerCommand, launch: &mut Launch) -> Result<(), LaunchError> {
+fn take_env_files(
+    parsed: &ServerCommand,
+    launch: &mut Launch,
+    server_writes: &[PathBuf],
+) -> Result<(), LaunchError> {
     let mut drop = Vec::new();
     for &i in &parsed.env_files {
         let Some(arg) = parsed.argv.get(i) else {
@@ -117,23 +145,34 @@ fn take_env_files(parsed: &ServerCommand, launch: &mut Launch) -> Result<(), Lau
             .get(option_at)
             .is_some_and(|o| o.starts_with("--env-file-if-exists"));
         let path = launch.cwd.join(&file);
-        match std::fs::read_to_string(&path) {
+        match read_env_file(&path, server_writes) {
             Ok(text) => {
                 let vars = parse_env_file(&text);
                 launch.notes.push(format!(
-                    "{} read outside the jail (the jail denies .env files): {} variable(s) given to \
-                     the server ({})",
+                    "{} read outside the jail (the jail denies .env files) for the server: {} \
+                     variable(s) ({})",
                     path.display(),
                     vars.len(),
-                    vars.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(", ")
+                    vars.iter()
+                        .map(|(k, _)| k.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ));
-                launch.env.extend(vars);
+                launch.env_file.extend(vars);
             }
-            Err(_) if optional => {}
-            Err(e) => {
+            Err(EnvFileError::Io(e)) if optional && e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(EnvFileError::Io(e)) => {
                 return Err(err(
                     format!("cannot read the env file {}: {e}", path.display()),
                     "create it or remove the --env-file option from the server's command",
+                ))
+            }
+            Err(EnvFileError::Refused(why)) => {
+                return Err(err(
+                    format!("the env file {} is not read: {why}", path.display()),
+                    "make it a regular file reached without links in the directories the server \
+                     may write (remove a link a server may have put there), or keep the env file \
+                     outside them and name that path in --env-file",
                 ))
             }
         }
@@ -147,6 +186,62 @@ fn take_env_files(parsed: &ServerCommand, launch: &mut Launch) -> Result<(), Lau
     }
     launch.command = kept;
     Ok(())
+}
+
+enum EnvFileError {
+    Io(std::io::Error),
+    /// Not read, on purpose: why.
+    Refused(String),
+}
+
+/// Read an env file outside the jail, only as the user could have placed it: no component of
+/// `path` may be a symbolic link that lies under `server_writes` (a link the server could have
+/// made; links elsewhere are the user's own), and the file must be a regular file (a FIFO the
+/// server made must not block the start, a device is no env file).
+fn read_env_file(path: &Path, server_writes: &[PathBuf]) -> Result<String, EnvFileError> {
+    use std::path::Component;
+    let mut walked = PathBuf::new();
+    for part in path.components() {
+        walked.push(part);
+        let Component::Normal(name) = part else {
+            continue;
+        };
+        let is_link = std::fs::symlink_metadata(&walked).is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link {
+            continue;
+        }
+        let dir = walked.parent().unwrap_or(Path::new("/"));
+        let place = std::fs::canonicalize(dir)
+            .unwrap_or_else(|_| dir.to_path_buf())
+            .join(name);
+        if let Some(root) = server_writes.iter().find(|r| place.starts_with(r)) {
+            return Err(EnvFileError::Refused(format!(
+                "{} is a symbolic link in {}, which the server may write (a server could have \
+                 planted it to have the proxy read a file outside its jail for it)",
+                walked.display(),
+                root.display()
+            )));
+        }
+    }
+    let mut file = open_nonblocking(path).map_err(EnvFileError::Io)?;
+    let meta = file.metadata().map_err(EnvFileError::Io)?;
+    if !meta.file_type().is_file() {
+        return Err(EnvFileError::Refused("it is not a regular file".into()));
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text).map_err(EnvFileError::Io)?;
+    Ok(text)
+}
+
+fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC);
+    }
+    options.open(path)
 }
 
 /// `KEY=VALUE` lines (`export ` prefix, `#` comments, single or double quotes), as Node's
@@ -640,7 +735,11 @@ mod tests {
             .collect();
         let l = resolve(&argv, dir.path(), &[]).unwrap();
         assert_eq!(l.command, ["node", "server.js", "/d"]);
-        assert_eq!(l.env, vec![("TOKEN".to_string(), "abc".to_string())]);
+        assert_eq!(l.env_file, vec![("TOKEN".to_string(), "abc".to_string())]);
+        assert!(
+            l.env.is_empty(),
+            "the file's variables are the server's only"
+        );
         let argv: Vec<String> = ["node", "--env-file=.missing", "server.js"]
             .iter()
             .map(|s| s.to_string())

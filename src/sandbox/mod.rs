@@ -201,6 +201,92 @@ pub fn prepare(
     prepare_with_env(scope, command, cwd, opts, &base)
 }
 
+/// Where the server may write, as far as the launcher must know (a link there may have been
+/// planted by it): the write scope, the directory of a write scope that is a file (the jail
+/// grants that, see below), and the server's state directory. Wider than the final grants,
+/// never narrower.
+fn server_writes(scope: &Scope, opts: &JailOptions) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in &scope.write {
+        out.push(entry.path.clone());
+        if !entry.path.is_dir() {
+            if let Some(parent) = entry.path.parent() {
+                out.push(parent.to_path_buf());
+            }
+        }
+    }
+    if let Some(dir) = &opts.state_dir {
+        out.push(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone()));
+    }
+    out
+}
+
+/// A runtime directory found where the server may write (a project's own `node_modules` or
+/// venv, the directory of a server binary that lies in its own write scope) is granted
+/// read-only, not read+exec: the server could have created or filled it, and exec there would
+/// let it run programs it wrote itself — at once, since the write grant covers the same files,
+/// or at the next start, when discovery finds the directory it made. Reading is all a script's
+/// packages need (`require`/`import`; a native addon is mapped, not executed); only spawning a
+/// program from there is refused. The program the command names keeps exec: it is what the
+/// user asked to run.
+fn no_exec_where_the_server_writes(
+    mut g: Grant,
+    server_writes: &[PathBuf],
+    notes: &mut Vec<String>,
+) -> Grant {
+    if g.access != GrantAccess::ReadExec || g.why == runtime::WHY_PROGRAM {
+        return g;
+    }
+    let Some(root) = server_writes.iter().find(|w| g.path.starts_with(w)) else {
+        return g;
+    };
+    notes.push(format!(
+        "{} ({}) lies in {}, which the server may write: granted read-only, not executable, \
+         since the server could have put programs there (hint: no flag grants exec where the \
+         server writes; a server that must run programs from its install tree needs that tree \
+         outside its write grants: grant it only its data directory, e.g. a policy file with \
+         `ignore_argv = true` and `write = [\"DATA-DIR\"]`, or install the server elsewhere)",
+        g.path.display(),
+        g.why,
+        root.display()
+    ));
+    g.access = GrantAccess::Read;
+    g
+}
+
+/// Add the variables of the command's `--env-file` to the server's environment as Node applies
+/// them: after start, under the environment the server already has. A variable already set
+/// keeps its value (Node: "the value from the environment takes precedence"), so the file
+/// cannot move `PATH`, `HOME`, `TMPDIR` or the jail's own variables. A loader variable (`LD_*`,
+/// `DYLD_*`) is left out: Node sets the file's variables in `process.env` after its own loader
+/// ran, so they never shape the runtime itself, whereas on the jailed command's environment
+/// they would (`LD_PRELOAD` of a library the server wrote). Differences from a direct start:
+/// the server's own children do not get such a loader variable, and a variable the jail
+/// scrubbed from the environment is taken from the file instead of the environment.
+fn apply_env_file(
+    env: &mut Vec<(OsString, OsString)>,
+    vars: &[(String, String)],
+    notes: &mut Vec<String>,
+) {
+    let mut left_out = Vec::new();
+    for (key, value) in vars {
+        let loader = key.starts_with("LD_") || key.starts_with("DYLD_");
+        if loader || env.iter().any(|(k, _)| k == key.as_str()) {
+            left_out.push(key.as_str());
+            continue;
+        }
+        env.push((OsString::from(key), OsString::from(value)));
+    }
+    if !left_out.is_empty() {
+        notes.push(format!(
+            "env file variable(s) not given to the server: {} (already set in its environment, \
+             which wins as with Node's --env-file, or a loader variable, which Node would not \
+             apply to itself)",
+            left_out.join(", ")
+        ));
+    }
+}
+
 /// [`prepare`] with an explicit base environment instead of the proxy's own (tests, and callers
 /// that build the server's environment themselves).
 pub fn prepare_with_env(
@@ -245,7 +331,8 @@ pub fn prepare_with_env(
 
     // A package runner's resolve step runs here, outside the jail, with the user's own
     // environment; only the program it resolves to is jailed.
-    let launch = launcher::resolve(command, cwd, base_env)
+    let server_writes = server_writes(scope, opts);
+    let launch = launcher::resolve_for_jail(command, cwd, base_env, &server_writes)
         .map_err(|e| SandboxError::Prepare(e.to_string()))?;
     // Variables the launcher sets for the server (its PATH, VIRTUAL_ENV, an --env-file's):
     // set over the base environment and kept through the scrub.
@@ -280,6 +367,7 @@ pub fn prepare_with_env(
     // Runtime grants can be a project's own directory (a script's siblings): denied names in it
     // (`.env`) are carved out as in scope directories.
     for g in rt.grants.iter().cloned() {
+        let g = no_exec_where_the_server_writes(g, &server_writes, &mut notes);
         if let Some(note) = planted::runtime_grant(&g, &rt.from_files, scope) {
             tracing::warn!("jail: {note}");
             notes.push(note);
@@ -425,6 +513,7 @@ pub fn prepare_with_env(
     let mut keep = opts.env_keep.clone();
     keep.extend(launch_env.iter().map(|(k, _)| k.clone()));
     let mut env = env::scrub(base_env, &keep, Some(tmp.path()));
+    apply_env_file(&mut env, &launch.env_file, &mut notes);
     env.retain(|(k, _)| !xdg_env.iter().any(|(x, _)| x == k));
     env.extend(xdg_env);
     env.retain(|(k, _)| !opts.egress_env.iter().any(|(e, _)| k == e.as_str()));

@@ -40,7 +40,8 @@ pub(super) fn runtime_grant(
         g.why,
         file.display(),
         root.path.display(),
-        g.path.display()
+        // Read from a file the server could write: shell-quoted, for pasting.
+        crate::policy::export::shell_quote(&g.path.display().to_string())
     ))
 }
 

@@ -362,10 +362,14 @@ fn is_system(path: &Path) -> bool {
     SYSTEM_EXEC_DIRS.iter().any(|d| path.starts_with(d))
 }
 
+/// Why the program the command names is granted (the one runtime grant that keeps exec inside
+/// a write grant, see `sandbox::prepare`).
+pub const WHY_PROGRAM: &str = "server program";
+
 /// A native binary (or the interpreter at the end of a chain).
 fn add_binary(as_called: &Path, canonical: &Path, home: Option<&Path>, rt: &mut Runtime) {
     rt.grants
-        .push(grant(canonical, GrantAccess::ReadExec, "server program"));
+        .push(grant(canonical, GrantAccess::ReadExec, WHY_PROGRAM));
     let name = canonical
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

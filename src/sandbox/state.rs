@@ -3,7 +3,7 @@
 //! Servers keep caches, settings and data under XDG directories (`~/.cache/<app>`,
 //! `~/.local/share/<app>`), which the jail denies: many would fail at start-up trying to create
 //! them. Each server instead gets one directory of its own (chosen by the caller, normally
-//! `$XDG_STATE_HOME/mcpjail-servers/<name>`), with `state/`, `data/`, `cache/` and `config/`
+//! `$XDG_STATE_HOME/mcpjail-servers/<name>-<identity digest>`), with `state/`, `data/`, `cache/` and `config/`
 //! inside, and its `XDG_*_HOME` variables pointing there. It persists across runs (a server's
 //! cache stays warm) and is never shared with another server.
 
