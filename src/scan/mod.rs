@@ -290,19 +290,22 @@ async fn collect_stderr(s: Option<std::process::ChildStderr>) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
-/// `scope`: the declared scope, the tracer's hint (in-scope reads skip the exit stop).
 fn start_traced(
     mut cmd: std::process::Command,
     jail: Option<crate::sandbox::PreparedJail>,
     roots: Vec<PathBuf>,
-    scope: &Path,
 ) -> Result<Session, ScanError> {
     cmd.stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     {
-        let mut traced = tracer::spawn_traced(cmd, Some(scope)).map_err(ScanError::Spawn)?;
+        // No scope hint (see `tracer`): with it, an in-scope read is recorded at entry only, and
+        // another thread of the server can swap the path's memory between the tracer's check
+        // and the kernel's lookup — a red-team run read a canary that way and was called
+        // confined. A full trace resolves every successful open to the file actually opened;
+        // on the scan's small sandbox it measured no slower.
+        let mut traced = tracer::spawn_traced(cmd, None).map_err(ScanError::Spawn)?;
         let missing = || ScanError::Spawn(std::io::Error::other("the server's stdio is not piped"));
         let stdin = traced.child_stdin.take().ok_or_else(missing)?;
         let stdout = traced.child_stdout.take().ok_or_else(missing)?;
@@ -472,7 +475,7 @@ async fn scan_full(opts: &ScanOptions, progress: &mut dyn Progress) -> Result<Fu
     let start_session = || -> Result<Session, ScanError> {
         let jail = crate::sandbox::prepare_with_env(&safety, &argv, &sb.scope, &jail_opts, &env)?;
         let cmd = jail.command_for_hooks().into_std();
-        start_traced(cmd, Some(jail), vec![sb.scope.clone()], &sb.scope)
+        start_traced(cmd, Some(jail), vec![sb.scope.clone()])
     };
 
     let mut session = start_session()?;
@@ -719,7 +722,7 @@ async fn run_jail_pass(
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
         .env("MCPJAIL_LOG", "warn");
-    let mut session = match start_traced(cmd, None, vec![sb.scope.clone()], &sb.scope) {
+    let mut session = match start_traced(cmd, None, vec![sb.scope.clone()]) {
         Ok(s) => s,
         Err(e) => {
             pass.error = Some(e.to_string());

@@ -20,7 +20,7 @@
 //! before it is resumed, so by the time the server answers a call every access that call made
 //! is already in the list.
 //!
-//! **Scope hint.** Each stop costs a few microseconds of kernel work and two context switches,
+//! **Scope hint** (not used by the scan: see below). Each stop costs a few microseconds of kernel work and two context switches,
 //! which on a file-heavy call outweighs the file work itself. The scan passes its declared
 //! scope directory as a hint, and one kind of access skips the syscall-exit stop: an `open`,
 //! `openat` or `openat2` *for reading* (no write access mode, no `O_CREAT`/`O_TRUNC`) whose
@@ -34,10 +34,11 @@
 //! out-of-scope paths, names that go through a symlink (even one that stays inside), missing
 //! names, execs, network calls, anything whose path cannot be read or joined. Limit: the check
 //! and the kernel's own lookup are two lookups; another thread of the server that swaps the
-//! path's memory or plants a symlink in between could make a read look in scope. The jail
-//! still refuses whatever lies outside its grants, and a full trace has the same race for a
-//! failed open (its path is resolved after the fact), but such a refused attempt would then
-//! not be evidence.
+//! path's memory or plants a symlink in between could make a read look in scope. A red-team
+//! run did exactly that to read a scan canary (the scan's safety jail grants the whole
+//! sandbox, canaries included, so no kernel rule backs the check there), so the scan traces in
+//! full: a successful open is then resolved from its descriptor at exit. A full trace keeps
+//! the race only for a failed open (its path is resolved after the fact), which reads nothing.
 //!
 //! x86_64 only (syscall numbers and registers); elsewhere [`supported`] is false.
 
@@ -238,6 +239,19 @@ mod imp {
         (libc::SYS_chown, "chown"),
         (libc::SYS_lchown, "lchown"),
         (libc::SYS_fchownat, "fchownat"),
+        // Creation without an open (a FIFO, or a regular file by `mknod`) and metadata by path:
+        // they change nothing's content, but a scan that missed them would call a server that
+        // plants `~/.ssh/authorized_keys` with `mknod` confined.
+        (libc::SYS_mknod, "mknod"),
+        (libc::SYS_mknodat, "mknodat"),
+        (libc::SYS_utime, "utime"),
+        (libc::SYS_utimes, "utimes"),
+        (libc::SYS_utimensat, "utimensat"),
+        (libc::SYS_futimesat, "futimesat"),
+        (libc::SYS_setxattr, "setxattr"),
+        (libc::SYS_lsetxattr, "lsetxattr"),
+        (libc::SYS_removexattr, "removexattr"),
+        (libc::SYS_lremovexattr, "lremovexattr"),
         (libc::SYS_connect, "connect"),
         (libc::SYS_bind, "bind"),
         (libc::SYS_sendto, "sendto"),
@@ -941,6 +955,22 @@ mod imp {
             libc::SYS_fchmodat | SYS_FCHMODAT2 | libc::SYS_fchownat => {
                 one(AccessKind::Metadata, path_arg(tid, a0 as i64, a1))
             }
+            libc::SYS_mknod => one(AccessKind::Create, path_arg(tid, cwd, a0)),
+            libc::SYS_mknodat => one(AccessKind::Create, path_arg(tid, a0 as i64, a1)),
+            libc::SYS_utime
+            | libc::SYS_utimes
+            | libc::SYS_setxattr
+            | libc::SYS_lsetxattr
+            | libc::SYS_removexattr
+            | libc::SYS_lremovexattr => one(AccessKind::Metadata, path_arg(tid, cwd, a0)),
+            // A null path names the descriptor itself (`futimens`).
+            libc::SYS_utimensat | libc::SYS_futimesat if a1 == 0 => {
+                let p = base_dir(tid, a0 as i64);
+                one(AccessKind::Metadata, (p.display().to_string(), p))
+            }
+            libc::SYS_utimensat | libc::SYS_futimesat => {
+                one(AccessKind::Metadata, path_arg(tid, a0 as i64, a1))
+            }
             libc::SYS_connect | libc::SYS_bind => {
                 let addr = sockaddr(tid, a1, a2 as usize)?;
                 one(AccessKind::Network, addr)
@@ -1195,6 +1225,70 @@ mod tests {
         assert!(!a.result_skipped);
         assert!(a.succeeded(), "{a:?}");
         assert_eq!(a.resolved, scope.join("sub/in.txt"));
+    }
+
+    /// Creation by `mknod` and metadata changes by path are traced, with their kind and the
+    /// path (a futimens-style `utimensat` with a null path names its descriptor's file).
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    #[test]
+    fn mknod_and_metadata_calls_are_traced() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = std::fs::canonicalize(dir.path()).expect("canonical");
+        let (fifo, planted, touched, xattr) = (
+            d.join("fifo"),
+            d.join("authorized_keys"),
+            d.join("touched"),
+            d.join("xattr"),
+        );
+        for p in [&touched, &xattr] {
+            std::fs::write(p, "x").expect("write");
+        }
+        let script = r#"
+import os, sys
+fifo, planted, touched, xattr = sys.argv[1:5]
+os.mkfifo(fifo)
+os.mknod(planted, 0o600 | 0o100000)
+os.utime(touched, (0, 0))
+fd = os.open(touched, os.O_RDONLY)
+os.utime(fd, (1, 1))
+try:
+    os.setxattr(xattr, "user.mcpjail", b"1")
+    os.removexattr(xattr, "user.mcpjail")
+except OSError:
+    pass
+"#;
+        let mut cmd = std::process::Command::new("python3");
+        cmd.arg("-c")
+            .arg(script)
+            .args([&fifo, &planted, &touched, &xattr])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        let mut traced = spawn_traced(cmd, None).expect("spawn traced");
+        let log = traced.log.clone();
+        let mut out = String::new();
+        let _ = std::io::Read::read_to_string(
+            &mut traced.child_stdout.take().expect("stdout piped"),
+            &mut out,
+        );
+        traced.finish();
+        let all = log.snapshot();
+        let of = |syscall: &str, p: &Path| {
+            all.iter()
+                .find(|a| a.syscall == syscall && a.resolved == p)
+                .unwrap_or_else(|| panic!("no {syscall} of {} in {all:#?}", p.display()))
+        };
+        // Control: the calls really happened.
+        assert!(planted.is_file() && fifo.exists());
+        assert_eq!(of("mknodat", &fifo).kind, AccessKind::Create);
+        assert_eq!(of("mknodat", &planted).kind, AccessKind::Create);
+        let times: Vec<_> = all
+            .iter()
+            .filter(|a| a.syscall == "utimensat" && a.resolved == touched)
+            .collect();
+        assert_eq!(times.len(), 2, "by path and by descriptor: {all:#?}");
+        assert!(times.iter().all(|a| a.kind == AccessKind::Metadata));
+        assert_eq!(of("setxattr", &xattr).kind, AccessKind::Metadata);
     }
 
     #[test]
