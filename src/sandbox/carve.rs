@@ -829,18 +829,7 @@ mod tests {
                 .any(|n| n.starts_with("pinned in place") && n.contains("/x/y/.git")),
             "{notes:?}"
         );
-
-        let mut read = CarvePlan::default();
-        read.add(
-            Grant {
-                path: d.clone(),
-                access: GrantAccess::Read,
-                why: "scope (read)".into(),
-            },
-            Some(&set),
-            &mut Vec::new(),
-        );
-        assert!(!read.masks().iter().any(|m| m.kind == MaskKind::Pin));
+        // (Read grants get no pins: `the_walk_is_bounded_and_protects_only_in_write_grants`.)
     }
 
     #[test]
