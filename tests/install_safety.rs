@@ -194,6 +194,30 @@ fn without_a_tty_and_without_yes_nothing_is_written() {
     assert_eq!(sb.read(CURSOR.dest), cursor);
 }
 
+/// A dry run starts no server, even with the start check on: the entries may come from a
+/// project just cloned. Control: the same install with `--yes` does start them.
+#[test]
+fn a_dry_run_starts_no_server() {
+    let sb = Sandbox::new();
+    let cursor = sb.place(CURSOR);
+    let out = sb.run(&[
+        "install",
+        "--proxy",
+        PROXY,
+        "--dry-run",
+        "--check-timeout",
+        "5",
+    ]);
+    let err = text(&out.stderr);
+    assert!(!err.contains("start check"), "{err}");
+    assert!(err.contains("dry run: no server started"), "{err}");
+    assert_eq!(sb.read(CURSOR.dest), cursor);
+
+    let out = sb.run(&["install", "--yes", "--proxy", PROXY, "--check-timeout", "5"]);
+    let err = text(&out.stderr);
+    assert!(err.contains("start check"), "control: {err}");
+}
+
 #[test]
 fn missing_proxy_binary_is_a_clear_error() {
     let sb = Sandbox::new();

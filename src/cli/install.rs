@@ -314,14 +314,13 @@ pub fn run_install(args: InstallArgs, global: &GlobalArgs) -> anyhow::Result<Exi
     };
     let check = (!args.no_check).then(|| Duration::from_secs(args.check_timeout));
     if let Some(code) = review_plans(&host, &plans, problems.len(), &review, global)? {
-        if args.dry_run {
-            if let Some(limit) = check {
-                let targets = planned_targets(&host, &project, &scans, &plans);
-                let failing = report_starts(&targets, limit, "would be written");
-                if failing > 0 {
-                    return Ok(ExitCode::from(1));
-                }
-            }
+        // A dry run starts nothing: the entries may come from a project just cloned, and
+        // "change nothing" should not mean "run its servers" (jailed or not).
+        if args.dry_run && check.is_some() && !global.quiet {
+            eprintln!(
+                "dry run: no server started (`mcpjail install` checks that each one starts; \
+                 `mcpjail status --check` does it later)"
+            );
         }
         return Ok(code);
     }
