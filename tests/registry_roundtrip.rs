@@ -325,6 +325,24 @@ fn verify_checks_configured_servers_against_their_records() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["servers"][0]["status"], "stale", "{report:#}");
+
+    // A record filed under the same name and version for another ecosystem's package (a slug
+    // collision: an npm `files` and this command's `files`) says nothing about this server,
+    // however good its verdict and digest (the `good` record above is the control).
+    let mut other = record(&argv, tools_digest(&live), "2026-12-03T00:00:00Z");
+    other.server.ecosystem = "npm".into();
+    let other = write_signed(&env, "other.json", other);
+    env.add(&[&other]);
+    let out = verify(&env);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["servers"][0]["status"], "invalid", "{report:#}");
+    assert!(
+        report["servers"][0]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("not for this server")),
+        "{report:#}"
+    );
 }
 
 #[test]

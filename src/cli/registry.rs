@@ -374,6 +374,22 @@ fn judge(
         }
         Some(Ok(record)) => record,
     };
+    // Records are filed by a slug of the name and version: `x/y` and `@x/y`, or a PyPI `foo`
+    // and an npm `foo`, land in one place. A record speaks only for the server it names.
+    if record.server.name != identity.name || record.server.ecosystem != identity.ecosystem {
+        judged.status = "invalid";
+        judged.detail = format!(
+            "the record filed under this name is for {} {} ({}), not for this server, {} {} \
+             ({}): it says nothing about it",
+            record.server.ecosystem,
+            record.server.name,
+            record.server.version.as_deref().unwrap_or("any version"),
+            identity.ecosystem,
+            identity.name,
+            identity.version_label()
+        );
+        return judged;
+    }
     judged.verdict = Some(record.verdict.as_str().to_string());
     judged.signer = Some(record.signer.key_id.clone());
     // The tools are listed through the jail, so verifying a server never runs it unconfined.
