@@ -422,27 +422,69 @@ fn add_venv(as_called: &Path, home: Option<&Path>, rt: &mut Runtime) {
         rt.grants
             .push(grant(&venv, GrantAccess::ReadExec, "python venv"));
     }
-    for line in cfg.lines() {
-        let mut kv = line.splitn(2, '=');
-        let (Some(k), Some(v)) = (kv.next(), kv.next()) else {
-            continue;
-        };
-        if k.trim() == "home" {
-            let base_bin = PathBuf::from(v.trim());
-            let base_bin = std::fs::canonicalize(&base_bin).unwrap_or(base_bin);
-            if let Some(base) = base_bin.parent() {
-                if !is_system(base) && !too_wide(base, home) {
-                    rt.grants.push(grant(
-                        base,
-                        GrantAccess::ReadExec,
-                        "python base prefix (pyvenv.cfg home)",
-                    ));
-                    rt.from_files
-                        .push((base.to_path_buf(), venv.join("pyvenv.cfg")));
-                }
-            }
-        }
+    // Only the first `home` counts, as for CPython (its getpath stops at it): later lines are
+    // not the interpreter's, only a way to be granted more. And the base must hold a Python:
+    // a `pyvenv.cfg` ships with code the user did not write.
+    let Some(base_bin) = pyvenv_home(&cfg) else {
+        return;
+    };
+    let base_bin = std::fs::canonicalize(&base_bin).unwrap_or(base_bin);
+    let Some(base) = base_bin.parent() else {
+        return;
+    };
+    if is_system(base) {
+        return;
     }
+    if too_wide(base, home) || !holds_a_python(&base_bin) {
+        rt.notes.push(format!(
+            "{}: home = {} is not granted ({}); the venv may not start",
+            venv.join("pyvenv.cfg").display(),
+            base_bin.display(),
+            if too_wide(base, home) {
+                "its parent is HOME, an ancestor of it, or /"
+            } else {
+                "it holds no python executable"
+            }
+        ));
+        return;
+    }
+    rt.grants.push(grant(
+        base,
+        GrantAccess::ReadExec,
+        "python base prefix (pyvenv.cfg home)",
+    ));
+    rt.notes.push(format!(
+        "python base prefix {} granted read+exec: named by home = in {}",
+        base.display(),
+        venv.join("pyvenv.cfg").display()
+    ));
+    rt.from_files
+        .push((base.to_path_buf(), venv.join("pyvenv.cfg")));
+}
+
+/// The first `home = DIR` of a `pyvenv.cfg` (keys compared without case, as CPython does).
+fn pyvenv_home(cfg: &str) -> Option<PathBuf> {
+    cfg.lines().find_map(|line| {
+        let (k, v) = line.split_once('=')?;
+        k.trim()
+            .eq_ignore_ascii_case("home")
+            .then(|| PathBuf::from(v.trim()))
+    })
+}
+
+/// Does `bin` hold a Python interpreter (`python`, `python3`, `python3.N`)?
+fn holds_a_python(bin: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(bin) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        let versioned = name
+            .strip_prefix("python3.")
+            .is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()));
+        (name == "python" || name == "python3" || versioned) && is_executable_file(&e.path())
+    })
 }
 
 /// For a script inside a Node project: the outermost `node_modules` up from it, plus the
@@ -739,6 +781,51 @@ mod tests {
         assert!(has(&rt, &venv, GrantAccess::ReadExec), "{:?}", rt.grants);
         assert!(has(&rt, &base.join("pythons/3.12"), GrantAccess::ReadExec));
         assert!(has(&rt, &real, GrantAccess::ReadExec));
+    }
+
+    /// A `pyvenv.cfg` ships with code the user did not write: only its first `home` counts (as
+    /// for CPython), and only a directory that holds a Python. Later `home` lines and a `home`
+    /// without a Python are not granted, and the notes say so.
+    #[test]
+    fn a_shipped_pyvenv_cfg_grants_only_its_first_home_and_only_a_python() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let real = base.join("pythons/3.12/bin/python3.12");
+        exe(&real, "\x7fELF");
+        let other = base.join("other-user/bin");
+        exe(&other.join("python3"), "\x7fELF");
+        let config = base.join("home/.config/systemd");
+        std::fs::create_dir_all(config.join("bin")).unwrap();
+        let discover_with = |cfg: String| {
+            let venv = base.join("venv");
+            let _ = std::fs::remove_dir_all(&venv);
+            std::fs::create_dir_all(venv.join("bin")).unwrap();
+            std::os::unix::fs::symlink(&real, venv.join("bin/python")).unwrap();
+            std::fs::write(venv.join("pyvenv.cfg"), cfg).unwrap();
+            let vars = env_with_path(&venv.join("bin"), &base.join("home"));
+            discover(&["python".into()], &base, &DiscoverEnv { vars: &vars }).unwrap()
+        };
+        let rt = discover_with(format!(
+            "home = {}\nHOME = {}\nhome = {}\n",
+            real.parent().unwrap().display(),
+            other.display(),
+            config.join("bin").display()
+        ));
+        assert!(has(&rt, &base.join("pythons/3.12"), GrantAccess::ReadExec));
+        assert!(!rt.grants.iter().any(|g| g.path == base.join("other-user")));
+        assert!(!rt.grants.iter().any(|g| g.path == config));
+        // A first `home` without a Python in it is not granted either, and said so.
+        let rt = discover_with(format!("home = {}\n", config.join("bin").display()));
+        assert!(
+            !rt.grants.iter().any(|g| g.path == config),
+            "{:?}",
+            rt.grants
+        );
+        assert!(
+            rt.notes.iter().any(|n| n.contains("holds no python")),
+            "{:?}",
+            rt.notes
+        );
     }
 
     #[test]
