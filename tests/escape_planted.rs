@@ -700,6 +700,67 @@ fn a_memory_file_replaced_by_a_symlink_is_not_derived_as_scope() {
     assert!(d.notes.iter().any(|n| n.contains("is a symlink to")));
 }
 
+/// A directory argument that is a symlink into the home directory's settings (`data/cache ->
+/// ~/.config` in a cloned repository) is not granted, nor one to HOME or above it; a linked
+/// directory elsewhere (`~/proj -> /data/proj`, the user's own layout) and the target named
+/// directly still are (the controls).
+#[test]
+fn a_directory_argument_linked_into_home_settings_is_not_granted() {
+    let (_t, r) = root();
+    let home = r.join("home");
+    write(&home.join(".config/rclone/rclone.conf"), "token=SECRET");
+    write(&r.join("data/proj/notes.txt"), "notes");
+    let repo = r.join("repo");
+    std::fs::create_dir_all(repo.join("data")).unwrap();
+    let links = [
+        ("data/cache", home.join(".config")),
+        ("data/home", home.clone()),
+        ("data/above", r.clone()),
+        ("data/proj", r.join("data/proj")),
+    ];
+    for (link, target) in &links {
+        std::os::unix::fs::symlink(target, repo.join(link)).unwrap();
+    }
+    let derive = |arg: &str| {
+        policy::derive_scope(&policy::DeriveInputs {
+            name: "srv".into(),
+            command: vec!["/bin/true".into(), arg.into()],
+            cwd: repo.clone(),
+            home: Some(home.clone()),
+            policy_file: None,
+            allow_read: vec![],
+            allow_write: vec![],
+        })
+        .unwrap()
+    };
+    for (link, target) in &links[..3] {
+        let d = derive(link);
+        let all: Vec<_> = d.scope.write.iter().chain(&d.scope.read).collect();
+        assert!(!all.iter().any(|e| e.path == *target), "{link}: {all:?}");
+        assert!(
+            d.notes
+                .iter()
+                .any(|n| n.contains("is a symlink to") && n.contains("home directory")),
+            "{link}: {:?}",
+            d.notes
+        );
+    }
+    // Controls: a link elsewhere is the user's layout, and the target named directly is a
+    // choice.
+    let d = derive("data/proj");
+    assert!(
+        d.scope.write.iter().any(|e| e.path == r.join("data/proj")),
+        "{:?}",
+        d.scope.write
+    );
+    let d = derive(&home.join(".config").to_string_lossy());
+    assert!(
+        d.scope.write.iter().any(|e| e.path == home.join(".config")),
+        "{:?}",
+        d.scope.write
+    );
+}
+
 /// [`run_with`] with explicit jail options (`disabled` is taken from `control`).
 async fn run_with_opts(
     scope: &Scope,

@@ -516,7 +516,11 @@ fn analyse_command(command: &[String], ctx: &ResolveContext) -> CommandAnalysis 
 /// directory: a server that can write next to its file could have replaced the file with a link
 /// (`memory.jsonl -> ~/.bashrc`), and following it would grant the link's target at the next
 /// start. Refused, with the reason. A symlinked *directory* (`~/proj -> /data/proj`) is the
-/// user's own layout and is followed as before.
+/// user's own layout and is followed as before — unless it leads into the home directory's
+/// own settings (HOME itself, one of its ancestors, or anything under a dot-directory of it:
+/// `~/.config`, `~/.local`): a link like `data/cache -> ~/.config` in a cloned repository
+/// would otherwise hand the server the user's settings and autostart files behind a name that
+/// looks like the project's.
 fn file_symlink_escape(value: &str, canonical: &Path, ctx: &ResolveContext) -> Option<String> {
     let value = value.strip_prefix("file://").unwrap_or(value);
     let lexical = match (value.strip_prefix("~/"), ctx.home.as_deref()) {
@@ -527,8 +531,11 @@ fn file_symlink_escape(value: &str, canonical: &Path, ctx: &ResolveContext) -> O
         },
     };
     let meta = std::fs::symlink_metadata(&lexical).ok()?;
-    if !meta.file_type().is_symlink() || canonical.is_dir() {
+    if !meta.file_type().is_symlink() {
         return None;
+    }
+    if canonical.is_dir() {
+        return dir_symlink_into_home_settings(&lexical, canonical, ctx.home.as_deref());
     }
     let declared = lexical
         .parent()
@@ -543,6 +550,37 @@ fn file_symlink_escape(value: &str, canonical: &Path, ctx: &ResolveContext) -> O
         lexical.display(),
         canonical.display(),
         declared.display()
+    ))
+}
+
+/// See [`file_symlink_escape`]: a directory link whose target is HOME, an ancestor of it, or
+/// lies under one of HOME's dot-directories.
+fn dir_symlink_into_home_settings(
+    lexical: &Path,
+    canonical: &Path,
+    home: Option<&Path>,
+) -> Option<String> {
+    let home = home.and_then(|h| std::fs::canonicalize(h).ok())?;
+    let into_settings = canonical
+        .strip_prefix(&home)
+        .ok()
+        .and_then(|rest| rest.components().next())
+        .is_some_and(|first| first.as_os_str().to_string_lossy().starts_with('.'));
+    if !home.starts_with(canonical) && !into_settings {
+        return None;
+    }
+    Some(format!(
+        "{} is a symlink to {}, the home directory's own {}; not granted (a link in a project \
+         must not open the user's settings behind the project's name; hint: name the target \
+         directly, e.g. --allow-write {}, if you mean it)",
+        lexical.display(),
+        canonical.display(),
+        if home.starts_with(canonical) {
+            "tree"
+        } else {
+            "settings"
+        },
+        canonical.display()
     ))
 }
 
