@@ -161,3 +161,48 @@ fn log_levels_follow_the_flags_and_mcpjail_log_overrides_them() {
     let unreadable = stderr_of(&["-vv"], Some("=bad["));
     assert!(warned(&unreadable) && debugged(&unreadable), "{unreadable}");
 }
+
+/// A grant of the home directory, an ancestor of it or one of its settings directories is said
+/// loudly (a warning, shown by default): the server may plant startup files there. A narrower
+/// directory gets no warning (the control).
+#[test]
+fn a_grant_of_home_or_its_settings_is_a_warning() {
+    let tree = Tree::new();
+    let home = tree.root().join("home");
+    std::fs::create_dir_all(home.join(".config")).unwrap();
+    std::fs::create_dir_all(home.join("notes")).unwrap();
+    let stderr_of = |arg: &std::path::Path| {
+        let out = Command::new(PROXY)
+            .args(["--pin", "off", FIXTURE])
+            .arg(arg)
+            .current_dir(tree.scope())
+            .env("HOME", &home)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    for (dir, what) in [
+        (home.clone(), "the home directory"),
+        (
+            home.join(".config"),
+            "a settings directory of the home directory",
+        ),
+        (
+            tree.root().to_path_buf(),
+            "an ancestor of the home directory",
+        ),
+    ] {
+        let err = stderr_of(&dir);
+        assert!(
+            err.contains("WARN") && err.contains("may read and write") && err.contains(what),
+            "{}: {err}",
+            dir.display()
+        );
+    }
+    let err = stderr_of(&home.join("notes"));
+    assert!(!err.contains("may read and write"), "{err}");
+}

@@ -245,6 +245,34 @@ pub fn resolve_settings(
         )
     })?;
     let mut scope = derived.scope;
+    for (entry, access) in scope
+        .write
+        .iter()
+        .map(|e| (e, "read and write"))
+        .chain(scope.read.iter().map(|e| (e, "read")))
+    {
+        if let Some(what) = wide_grant(&entry.path, home.as_deref()) {
+            tracing::warn!(
+                "the server may {access} {} ({what}, from {}): everything under it that is not \
+                 masked{}; give it a narrower directory if you can",
+                entry.path.display(),
+                match &entry.source {
+                    crate::policy::ScopeSource::PolicyFile(f) =>
+                        format!("the policy file {}", f.display()),
+                    crate::policy::ScopeSource::Argv(a) => format!("the server's argument {a}"),
+                    crate::policy::ScopeSource::Schema(t) => format!("tool {t}"),
+                    crate::policy::ScopeSource::ClientRoots => "the client's roots".into(),
+                    crate::policy::ScopeSource::Flag => "a flag".into(),
+                    crate::policy::ScopeSource::Runtime => "the runtime".into(),
+                },
+                if access == "read" {
+                    ""
+                } else {
+                    ", settings and autostart files included"
+                }
+            );
+        }
+    }
     let mut allow_domains = std::mem::take(&mut scope.net.allow_domains);
     for rule in &args.allow_domain {
         if !allow_domains.contains(rule) {
@@ -342,6 +370,23 @@ pub fn resolve_settings(
 /// write. Otherwise (another identity pinned under the name, or no pins at all) the directory
 /// may hold another server's data or data planted for this one, so it is left where it is and
 /// the log says where, and how to move it if it is this server's.
+/// Whether `path` is a grant wide enough to say so loudly: HOME, one of its ancestors, or one
+/// of HOME's dot-directories (`~/.config`, `~/.local`: settings, autostart, `~/.local/bin`).
+fn wide_grant(path: &std::path::Path, home: Option<&std::path::Path>) -> Option<&'static str> {
+    let home = home?;
+    if path == home {
+        return Some("the home directory");
+    }
+    if home.starts_with(path) {
+        return Some("an ancestor of the home directory");
+    }
+    let rest = path.strip_prefix(home).ok()?;
+    let mut parts = rest.components();
+    let first = parts.next()?.as_os_str().to_string_lossy();
+    (first.starts_with('.') && parts.next().is_none())
+        .then_some("a settings directory of the home directory")
+}
+
 fn state_dir_for(
     key: &crate::policy::pins::PinKey,
     name: &str,
