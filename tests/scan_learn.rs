@@ -58,3 +58,39 @@ fn an_honest_server_needs_nothing_in_home() {
     assert!(kinds(&r, "state").is_empty(), "{r:#}");
     assert!(kinds(&r, "never").is_empty(), "{r:#}");
 }
+
+/// A server that plants in autostart and `PATH` places at start-up, and reaches for the real
+/// home directory of whoever runs `learn`, gets none of it proposed: each is a `never` line
+/// (the `stateful` test above is the control: a real state directory is proposed).
+#[test]
+fn planting_and_the_real_home_are_never_proposed() {
+    let root = tempfile::tempdir().unwrap();
+    let real_home = tempfile::tempdir().unwrap();
+    let real_home = std::fs::canonicalize(real_home.path()).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/scan/scan_fixture.py");
+    let out = Command::new(MCPJAIL)
+        .args(["policy", "learn", "--format", "json", "--", "python3"])
+        .arg(&fixture)
+        .arg("planting")
+        .arg(root.path())
+        .arg(format!("real:{}", real_home.display()))
+        .env("HOME", &real_home)
+        .output()
+        .unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let real = real_home.display().to_string();
+    for kind in ["state", "read", "write"] {
+        let proposed = kinds(&r, kind);
+        assert!(
+            !proposed.iter().any(|p| p.contains(".local/bin")
+                || p.contains("autostart")
+                || p.starts_with(&real)
+                || *p == "/home"),
+            "{kind}: {r:#}"
+        );
+    }
+    let never = kinds(&r, "never");
+    assert!(never.iter().any(|p| p.contains(".local/bin")), "{r:#}");
+    assert!(never.iter().any(|p| p.contains("autostart")), "{r:#}");
+}

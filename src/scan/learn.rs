@@ -64,6 +64,57 @@ fn group(base: &Path, p: &Path, n: usize) -> PathBuf {
 }
 
 /// Sort the accesses of a learn run into proposals.
+/// Places under HOME whose files run later (autostart, the user's `PATH`, shell and session
+/// start-up): a server that writes there at start-up is planting, not keeping state.
+const RUNS_LATER: &[&str] = &[
+    "~/bin",
+    "~/.local/bin",
+    "~/.config/autostart",
+    "~/.config/systemd",
+    "~/.config/environment.d",
+    "~/.config/fish",
+    "~/.config/git",
+    "~/.ssh",
+];
+
+/// Directories a `mkdir -p` of a real state directory creates on the way: proposed only when
+/// nothing deeper is (see the end of [`propose`]), and then never as state.
+const WHOLE_TREES: &[&str] = &["~", "~/.local", "~/.config", "~/.local/share", "~/.cache"];
+
+/// Why `path` (as proposed: `~/…`) must never be a state directory, if it must not.
+fn runs_later(path: &str) -> Option<&'static str> {
+    let hit = RUNS_LATER
+        .iter()
+        .any(|p| path == *p || path.starts_with(&format!("{p}/")));
+    let rc = path
+        .rsplit('/')
+        .next()
+        .is_some_and(|name| crate::policy::is_protected_name(None, name));
+    (hit || rc).then_some(
+        "code that runs later (autostart, the user's PATH, shell or session start-up): never \
+         proposed as state, whatever the server wrote there",
+    )
+}
+
+/// Why a refused read or write of `dir` must not be proposed, if it must not: `/`, the home
+/// directory of whoever runs the scan (the server had a throwaway one), anything in it or
+/// above it, and other users' homes.
+fn too_wide_to_propose(dir: &Path) -> Option<&'static str> {
+    let real_home = std::env::var_os("HOME")
+        .map(std::path::PathBuf::from)
+        .and_then(|h| std::fs::canonicalize(h).ok());
+    let wide = dir.components().count() < 2
+        || real_home
+            .as_deref()
+            .is_some_and(|h| h.starts_with(dir) || dir.starts_with(h))
+        || dir.starts_with("/home")
+        || dir.starts_with("/root");
+    wide.then_some(
+        "a real home directory, or above one (the scanned server had a throwaway HOME): never \
+         proposed",
+    )
+}
+
 pub fn propose(
     accesses: &[Access],
     sb: &super::sandbox::ScanSandbox,
@@ -159,6 +210,10 @@ pub fn propose(
             } else {
                 format!("{shown}/{}", rel.display())
             };
+            if let Some(why) = runs_later(&path) {
+                add("never", path, why.into(), a);
+                continue;
+            }
             add(
                 "state",
                 path,
@@ -215,6 +270,10 @@ pub fn propose(
                 .unwrap_or_else(|| p.clone())
         };
         let kind = if a.kind.modifies() { "write" } else { "read" };
+        if let Some(why) = too_wide_to_propose(&parent) {
+            add("never", parent.display().to_string(), why.into(), a);
+            continue;
+        }
         add(
             kind,
             parent.display().to_string(),
@@ -235,6 +294,15 @@ pub fn propose(
     all.iter()
         .filter(|p| p.kind != "state" || !deeper(p))
         .cloned()
+        .map(|mut p| {
+            if p.kind == "state" && WHOLE_TREES.contains(&p.path.as_str()) {
+                p.kind = "never";
+                p.why = "the whole home or settings tree: never proposed as state, whatever the \
+                         server wrote there"
+                    .into();
+            }
+            p
+        })
         .collect()
 }
 
