@@ -499,6 +499,14 @@ async fn a_rewritten_pyvenv_cfg_in_write_scope_grants_nothing() {
     let secret = token();
     let secret_dir = r.join("secrets");
     write(&secret_dir.join("bin/README"), "");
+    // A home must hold a Python to be granted at all (`sandbox::runtime`): the planted one
+    // does, so only the write-scope rule stands between it and the grant.
+    write(&secret_dir.join("bin/python3"), "#!/bin/sh\n");
+    std::fs::set_permissions(
+        secret_dir.join("bin/python3"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
     write(&secret_dir.join("id_token"), &secret);
     let proj = r.join("proj");
     let venv = proj.join(".venv");
