@@ -224,7 +224,7 @@ pub fn parse_params(text: &str) -> Result<Value, ParamsError> {
 
 /// `text` with every `\uD800`–`\uDFFF` escape that is not half of a surrogate pair replaced by
 /// `\uFFFD`. Borrowed when there is none (the common case costs one scan).
-fn replace_lone_surrogates(text: &str) -> Cow<'_, str> {
+pub(crate) fn replace_lone_surrogates(text: &str) -> Cow<'_, str> {
     let b = text.as_bytes();
     let hex = |at: usize| -> Option<u16> {
         let digits = text.get(at..at + 4)?;

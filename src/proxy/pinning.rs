@@ -15,6 +15,12 @@
 //! Removals need the whole listing (a tool missing from page 1 may be on page 2), so they are
 //! computed only over the proxy's own fetch, which always walks every page. The client's
 //! listings still report additions and changes, and are still filtered in block mode.
+//!
+//! A tool is judged by its name, as calls are: a name listed twice is unapproved if any of its
+//! entries differs from the pin, and block mode then hides every entry of it. A listing that
+//! cannot be parsed even leniently ([`parse_listing`]) cannot be compared with the pins: block
+//! mode withholds it (the client's `tools/list` gets an error saying why), warn mode forwards
+//! it with a warning. Neither lets it pass silently.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -124,16 +130,23 @@ impl Pinning {
             self.store_failure(&err);
         }
         self.refresh_name(&store);
+        // A name is unapproved if ANY of its entries differs from its pin: a pinned copy listed
+        // after a changed one must not clear it (the client may use either entry).
+        let changed: HashSet<&str> = tools
+            .iter()
+            .filter(|t| !store.is_approved(t))
+            .filter_map(|t| t.get("name").and_then(Value::as_str))
+            .collect();
         for tool in tools {
             let Some(name) = tool.get("name").and_then(Value::as_str) else {
                 continue;
             };
             self.reported_removed.remove(name);
-            if store.is_approved(tool) {
+            if changed.contains(name) {
+                self.unapproved.insert(name.to_string());
+            } else {
                 self.unapproved.remove(name);
                 self.reported_changed.remove(name);
-            } else {
-                self.unapproved.insert(name.to_string());
             }
         }
 
@@ -153,7 +166,9 @@ impl Pinning {
         for name in &diff.changed {
             let hash = tools
                 .iter()
-                .find(|t| t.get("name").and_then(Value::as_str) == Some(name))
+                .find(|t| {
+                    t.get("name").and_then(Value::as_str) == Some(name) && !store.is_approved(t)
+                })
                 .map(crate::policy::pins::tool_hash)
                 .unwrap_or_default();
             if self.reported_changed.get(name) == Some(&hash) {
@@ -267,6 +282,40 @@ impl Pinning {
         self.mode == PinMode::Block
     }
 
+    /// A `tools/list` page that could not be parsed, so it could not be compared with the pins
+    /// (`why`: what [`parse_listing`] said). Reported every time, loudly: in warn mode the
+    /// listing still reaches the client unchecked, in block mode it is withheld (the caller
+    /// answers the client's request with [`Pinning::withheld_message`]).
+    pub fn unreadable_listing(&mut self, why: &str, log: &mut CallLog) {
+        let consequence = match self.mode {
+            PinMode::Off => return,
+            PinMode::Block => "withheld from the client (--pin block)",
+            PinMode::Warn => "forwarded to the client UNCHECKED (--pin warn)",
+        };
+        log.event(
+            "pin",
+            json!({"change": "unreadable", "reason": why,
+                   "blocked": self.mode == PinMode::Block}),
+        );
+        tracing::warn!(
+            "server {} sent a tool list mcpjail cannot parse, so it was not compared with the \
+             pins: {why}; {consequence}",
+            shown(&self.server)
+        );
+        log.note(&format!(
+            "pins: a tool list could not be checked ({why}): {consequence}"
+        ));
+    }
+
+    /// The error message the client gets for a `tools/list` withheld in block mode.
+    pub fn withheld_message(why: &str) -> String {
+        format!(
+            "mcpjail could not check the tool list against the server's pins, so --pin block \
+             withholds it: {why} (hint: the server must send a listing mcpjail can parse, or run \
+             with --pin warn to receive it unchecked)"
+        )
+    }
+
     /// `--pin block`: the refusal for a `tools/call` of a changed, unapproved tool (the same
     /// shape as a path denial, so clients show it the same way). In-memory only.
     pub fn refusal(&self, tool: &str) -> Option<Refusal> {
@@ -298,7 +347,9 @@ impl Pinning {
         if self.mode != PinMode::Block || self.unapproved.is_empty() {
             return None;
         }
-        let mut msg: Value = serde_json::from_slice(line).ok()?;
+        let mut msg = std::str::from_utf8(line)
+            .ok()
+            .and_then(|t| parse_listing(t).ok())?;
         let tools = msg.pointer_mut("/result/tools")?.as_array_mut()?;
         let before = tools.len();
         tools.retain(|t| {
@@ -313,6 +364,17 @@ impl Pinning {
         out.push(b'\n');
         Some(Bytes::from(out))
     }
+}
+
+/// Parse a `tools/list` result (or the message holding it) for pinning, as leniently as JSON
+/// allows: a lone UTF-16 surrogate escape (valid JSON, which `serde_json` refuses) is read as
+/// U+FFFD, as [`crate::proxy::message::parse_params`] does for requests. Text that parsed before
+/// parses to the same value, so existing pins keep their hashes. What still cannot be parsed —
+/// a number beyond `f64` such as `1e400`, which JavaScript reads as `Infinity` — is an error
+/// naming the problem: a listing that cannot be pinned must not pass as if it had been.
+pub fn parse_listing(text: &str) -> Result<Value, String> {
+    let text = crate::proxy::message::replace_lone_surrogates(text);
+    serde_json::from_str(&text).map_err(|e| format!("it is not JSON mcpjail can read ({e})"))
 }
 
 fn shown_names(names: &[String]) -> String {

@@ -12,6 +12,7 @@ use super::super::child::ServerChild;
 use super::super::integrity::{self, Side};
 use super::{Own, Router};
 use crate::policy::ToolInfo;
+use crate::proxy::pinning::parse_listing;
 
 /// How long a `tools/call` may wait for the proxy's own `tools/list` before it is judged with
 /// value heuristics alone.
@@ -168,17 +169,32 @@ impl Router {
     }
 
     /// Learn one `tools/list` page (`own`: the proxy's fetch, else the client's request).
-    pub(super) fn learn_tools(&mut self, result: &str, own: bool) -> Option<Value> {
+    /// Returns the page's `nextCursor`, or why the page could not be read (it is then neither
+    /// learnt nor pinned; the pinning reports it).
+    pub(super) fn learn_tools(&mut self, result: &str, own: bool) -> Result<Option<Value>, String> {
         // The client's own listing at start-up repeats, byte for byte, the page the proxy has
         // just fetched: learning it again (parsing, deriving every schema, loading the pins)
         // would give the same catalogue and pins, and was a third of the proxy's own work
         // before the first answer.
-        if own {
-            self.catalogue.last_own_page = Some(result.to_string());
-        } else if self.catalogue.last_own_page.as_deref() == Some(result) {
-            return None;
+        if !own && self.catalogue.last_own_page.as_deref() == Some(result) {
+            return Ok(None);
         }
-        let result: Value = serde_json::from_str(result).ok()?;
+        let text = result;
+        let result = match parse_listing(text) {
+            Ok(result) => result,
+            Err(why) => {
+                // Not remembered as the own page: the client's copy must be judged (and, in
+                // block mode, withheld) too.
+                if own {
+                    self.catalogue.last_own_page = None;
+                }
+                self.pinning.unreadable_listing(&why, &mut self.log);
+                return Err(why);
+            }
+        };
+        if own {
+            self.catalogue.last_own_page = Some(text.to_string());
+        }
         let next = result.get("nextCursor").filter(|c| !c.is_null()).cloned();
         if let Some(tools) = result.get("tools").and_then(Value::as_array) {
             self.pinning
@@ -215,7 +231,7 @@ impl Router {
                 self.catalogue.fetch = Fetch::Known;
             }
         }
-        next
+        Ok(next)
     }
 
     /// `notifications/tools/list_changed`: fetch the list again — or, with a fetch in flight,
@@ -232,7 +248,8 @@ impl Router {
     /// A page of our own tools/list (`None`: the server refused it).
     pub(super) fn on_own_tools_page(&mut self, result: Option<&str>, child: &mut ServerChild) {
         let next = match result {
-            Some(result) => self.learn_tools(result, true),
+            // An unreadable page ends the fetch like a refused one (reported by the pinning).
+            Some(result) => self.learn_tools(result, true).unwrap_or(None),
             None => None,
         };
         let Fetch::InFlight(f) = &mut self.catalogue.fetch else {

@@ -15,6 +15,7 @@ use super::super::message::{self, code};
 use super::records::{self, Outcome};
 use super::{Kind, Own, Router, Streaming, MAX_UNFLAGGED_ERROR_TEXT};
 use crate::proxy::outbox::terminated;
+use crate::proxy::pinning::Pinning;
 
 impl Router {
     pub(super) fn on_server_frame(&mut self, frame: Frame, child: &mut ServerChild) {
@@ -199,14 +200,26 @@ impl Router {
         // learnt right after, before the next message is read: the client does not wait for
         // the proxy to derive every schema.
         let mut learn_after = None;
+        let mut withheld = false;
         {
             if p.kind == Kind::ToolsList {
                 if self.pinning.rewrites_listings() {
-                    if let Some(result) = env.result {
-                        let _ = self.learn_tools(result.get(), false);
-                    }
-                    // --pin block: a changed tool must be hidden (see Pinning::hide_unapproved).
-                    rewritten = self.pinning.hide_unapproved(Frame::content(&line));
+                    let unreadable = env
+                        .result
+                        .and_then(|result| self.learn_tools(result.get(), false).err());
+                    withheld = unreadable.is_some();
+                    rewritten = match unreadable {
+                        // --pin block fails closed: a listing that could not be compared with
+                        // the pins may hold a changed tool, so the client gets an error instead.
+                        Some(why) => Some(Bytes::from(message::error_line(
+                            Some(p.raw_id.as_deref().unwrap_or(&key)),
+                            code::INTERNAL_ERROR,
+                            &Pinning::withheld_message(&why),
+                            None,
+                        ))),
+                        // A changed tool must be hidden (see Pinning::hide_unapproved).
+                        None => self.pinning.hide_unapproved(Frame::content(&line)),
+                    };
                 } else {
                     learn_after = env.result;
                 }
@@ -220,7 +233,7 @@ impl Router {
                     jail_hint = Some(hint);
                 }
             }
-            let outcome = if env.error.is_some() {
+            let outcome = if env.error.is_some() || withheld {
                 Outcome::Error
             } else {
                 Outcome::Ok
