@@ -57,6 +57,9 @@ pub struct Pinning {
     own_listing: Option<HashSet<String>>,
     /// The store could not be read or written: reported once, not again for every page.
     store_failed: bool,
+    /// `--pin block`: the latest tool list could not be read, so what the tools are now is
+    /// unknown: every call is refused until a listing can be compared again.
+    unchecked: bool,
 }
 
 /// Can `--pin block` work for this server? Checked once at start-up (the name must be usable
@@ -91,6 +94,7 @@ impl Pinning {
             reported_removed: HashSet::new(),
             own_listing: None,
             store_failed: false,
+            unchecked: false,
         }
     }
 
@@ -116,6 +120,9 @@ impl Pinning {
     pub fn observe_page(&mut self, tools: &[Value], own: bool, last: bool, log: &mut CallLog) {
         if self.mode == PinMode::Off {
             return;
+        }
+        if last {
+            self.unchecked = false;
         }
         let mut store = match PinStore::load_keyed(self.key(), self.home.as_deref()) {
             Ok(store) => store,
@@ -289,7 +296,11 @@ impl Pinning {
     pub fn unreadable_listing(&mut self, why: &str, log: &mut CallLog) {
         let consequence = match self.mode {
             PinMode::Off => return,
-            PinMode::Block => "withheld from the client (--pin block)",
+            PinMode::Block => {
+                self.unchecked = true;
+                "withheld from the client, and every tool call refused until a listing can be \
+                 checked (--pin block)"
+            }
             PinMode::Warn => "forwarded to the client UNCHECKED (--pin warn)",
         };
         log.event(
@@ -319,6 +330,20 @@ impl Pinning {
     /// `--pin block`: the refusal for a `tools/call` of a changed, unapproved tool (the same
     /// shape as a path denial, so clients show it the same way). In-memory only.
     pub fn refusal(&self, tool: &str) -> Option<Refusal> {
+        if self.mode == PinMode::Block && self.unchecked {
+            return Some(Refusal {
+                argument: String::new(),
+                path: String::new(),
+                access: Access::Read,
+                reason: format!(
+                    "the server's latest tool list could not be checked against its pins, so \
+                     what `{tool}` is now is unknown, and --pin block refuses every call until \
+                     a listing can be checked"
+                ),
+                kind: "pin_changed",
+                roots: Vec::new(),
+            });
+        }
         if self.mode != PinMode::Block || !self.unapproved.contains(tool) {
             return None;
         }

@@ -1052,6 +1052,12 @@ async fn block_withholds_a_listing_it_cannot_parse_and_passes_one_it_can() {
     let msg = r["error"]["message"].as_str().unwrap_or_default();
     assert!(msg.contains("could not check the tool list"), "{msg}");
     assert!(!r.to_string().contains("id_rsa"), "{r}");
+    // What `read_note` is now is unknown: its call is refused, and never reaches the server.
+    h.send(call(8, "read_note", json!({"id": "1"}))).await;
+    let r = h.recv().await;
+    assert_eq!(r["id"], json!(8), "{r}");
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+    assert!(r.to_string().contains("could not be checked"), "{r}");
 
     let other = json!({"name": "other", "description": "x\u{fffd}"})
         .to_string()
@@ -1069,6 +1075,14 @@ async fn block_withholds_a_listing_it_cannot_parse_and_passes_one_it_can() {
         format!("{fine}\n"),
         "not forwarded as sent"
     );
+    // A listing that could be checked again: calls pass again (the control).
+    h.send(call(9, "read_note", json!({"id": "1"}))).await;
+    let fwd = server.recv().await;
+    assert_eq!(fwd["id"], json!(9), "{fwd}");
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 9, "result": {"content": []}}))
+        .await;
+    assert_eq!(h.recv().await["id"], json!(9));
     h.close();
     assert_eq!(server.try_recv().await, None);
     server.exit(0);
