@@ -99,14 +99,9 @@ fn runs_later(path: &str) -> Option<&'static str> {
 /// Why a refused read or write of `dir` must not be proposed, if it must not: `/`, the home
 /// directory of whoever runs the scan (the server had a throwaway one), anything in it or
 /// above it, and other users' homes.
-fn too_wide_to_propose(dir: &Path) -> Option<&'static str> {
-    let real_home = std::env::var_os("HOME")
-        .map(std::path::PathBuf::from)
-        .and_then(|h| std::fs::canonicalize(h).ok());
+fn too_wide_to_propose(dir: &Path, real_home: Option<&Path>) -> Option<&'static str> {
     let wide = dir.components().count() < 2
-        || real_home
-            .as_deref()
-            .is_some_and(|h| h.starts_with(dir) || dir.starts_with(h))
+        || real_home.is_some_and(|h| h.starts_with(dir) || dir.starts_with(h))
         || dir.starts_with("/home")
         || dir.starts_with("/root");
     wide.then_some(
@@ -131,6 +126,10 @@ pub fn propose(
         b.build().ok()
     };
     let xdg = sb.root.join("xdg");
+    // The home directory of whoever runs the scan (canonical), read once for every access.
+    let real_home = std::env::var_os("HOME")
+        .map(std::path::PathBuf::from)
+        .and_then(|h| std::fs::canonicalize(h).ok());
     let mut out: BTreeMap<(&'static str, String), Proposal> = BTreeMap::new();
     let mut add = |kind: &'static str, path: String, why: String, a: &Access| {
         let e = out.entry((kind, path.clone())).or_insert_with(|| Proposal {
@@ -270,7 +269,7 @@ pub fn propose(
                 .unwrap_or_else(|| p.clone())
         };
         let kind = if a.kind.modifies() { "write" } else { "read" };
-        if let Some(why) = too_wide_to_propose(&parent) {
+        if let Some(why) = too_wide_to_propose(&parent, real_home.as_deref()) {
             add("never", parent.display().to_string(), why.into(), a);
             continue;
         }
