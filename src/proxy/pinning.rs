@@ -338,7 +338,8 @@ impl Pinning {
                 reason: format!(
                     "the server's latest tool list could not be checked against its pins, so \
                      what `{tool}` is now is unknown, and --pin block refuses every call until \
-                     a listing can be checked"
+                     a listing can be checked (hint: the server must send a tool list mcpjail \
+                     can parse, or run with --pin warn)"
                 ),
                 kind: "pin_changed",
                 roots: Vec::new(),

@@ -437,7 +437,9 @@ fn add_venv(as_called: &Path, home: Option<&Path>, rt: &mut Runtime) {
     }
     if too_wide(base, home) || !holds_a_python(&base_bin) {
         rt.notes.push(format!(
-            "{}: home = {} is not granted ({}); the venv may not start",
+            "{}: home = {} is not granted ({}); the venv may not start (hint: its first \
+             `home =` line must name the bin directory of the Python the venv was made from; \
+             recreate the venv if it does not)",
             venv.join("pyvenv.cfg").display(),
             base_bin.display(),
             if too_wide(base, home) {
