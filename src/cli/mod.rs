@@ -7,6 +7,7 @@
 //! Exit codes: 0 ok, 1 refused or user error ([`UserError`] anywhere in the error chain),
 //! 2 internal error, or the server child's own status for the proxy.
 
+mod deferred_log;
 pub mod demo;
 pub mod doctor;
 pub mod install;
@@ -21,6 +22,7 @@ use std::fmt;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use tracing_subscriber::filter::LevelFilter;
 
 /// Flags every command accepts.
 #[derive(Debug, Clone, Args)]
@@ -150,7 +152,6 @@ impl std::error::Error for UserError {}
 
 /// Set up `tracing` on stderr. `MCPJAIL_LOG` (then `RUST_LOG`) overrides the `-v/-q` default.
 pub fn init_tracing(global: &GlobalArgs) {
-    use tracing_subscriber::filter::LevelFilter;
     let default = if global.quiet {
         LevelFilter::ERROR
     } else {
@@ -161,25 +162,41 @@ pub fn init_tracing(global: &GlobalArgs) {
             _ => LevelFilter::TRACE,
         }
     };
+    let ansi = global.color.use_color_on_stderr();
+    // Without a variable, a plain level filter: an `EnvFilter` for one bare level still builds
+    // its directive tables and judges every call site as it is first reached, which cost every
+    // proxy start ~0.05–0.09 ms (paired A/B, 500 starts each way). And the subscriber itself is
+    // built only when something is logged ([`deferred_log`]).
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let _ = match std::env::var("MCPJAIL_LOG").or_else(|_| std::env::var("RUST_LOG")) {
+        Ok(directives) => {
+            let filter = tracing_subscriber::EnvFilter::try_new(&directives).unwrap_or_else(|_| {
+                tracing_subscriber::EnvFilter::default().add_directive(default.into())
+            });
+            log_subscriber(ansi, Some(filter), default).try_init()
+        }
+        Err(_) => deferred_log::Deferred::new(default, move || log_subscriber(ansi, None, default))
+            .try_init(),
+    };
+}
+
+/// mcpjail's log: lines on stderr, no target, every field escaped ([`shown_field`]); filtered by
+/// `env` (`MCPJAIL_LOG`, `RUST_LOG`) when given, by `max` otherwise.
+fn log_subscriber(
+    ansi: bool,
+    env: Option<tracing_subscriber::EnvFilter>,
+    max: LevelFilter,
+) -> Box<dyn tracing::Subscriber + Send + Sync> {
     use tracing_subscriber::field::MakeExt as _;
     let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_ansi(global.color.use_color_on_stderr())
+        .with_ansi(ansi)
         .with_target(false)
         .fmt_fields(tracing_subscriber::fmt::format::debug_fn(shown_field).delimited(" "));
-    // Without a variable, a plain level filter: an `EnvFilter` for one bare level still builds
-    // its directive tables and judges every call site as it is first reached, which cost every
-    // proxy start ~0.05–0.09 ms (paired A/B, 500 starts each way).
-    let _ = match std::env::var("MCPJAIL_LOG").or_else(|_| std::env::var("RUST_LOG")) {
-        Ok(directives) => builder
-            .with_env_filter(
-                tracing_subscriber::EnvFilter::try_new(&directives).unwrap_or_else(|_| {
-                    tracing_subscriber::EnvFilter::default().add_directive(default.into())
-                }),
-            )
-            .try_init(),
-        Err(_) => builder.with_max_level(default).try_init(),
-    };
+    match env {
+        Some(filter) => Box::new(builder.with_env_filter(filter).finish()),
+        None => Box::new(builder.with_max_level(max).finish()),
+    }
 }
 
 /// One field of a log event, written the way tracing's default does (`message` bare, others
