@@ -546,6 +546,16 @@ pub struct StderrCopy {
     pub tail: StderrTail,
 }
 
+/// What one `read` of the stderr pipe found.
+enum Read {
+    /// The end of the pipe: every writer closed it.
+    End,
+    /// As many bytes as there was room for: the pipe may hold more.
+    Filled,
+    /// Fewer: the pipe is empty now.
+    Emptied,
+}
+
 #[derive(Debug, Default)]
 struct CopyState {
     /// Bytes of a line whose newline has not arrived yet.
@@ -580,14 +590,17 @@ impl StderrCopy {
         let more = loop {
             chunk.clear();
             chunk.reserve(16 * 1024);
-            // Reads into the spare capacity: nothing is zeroed first.
-            match self.pipe.try_read_buf(&mut chunk) {
-                Ok(0) => {
+            match self.read_once(&mut chunk) {
+                Ok(Read::End) => {
                     st.eof = true;
                     self.emit_partial(&mut st);
                     break false;
                 }
-                Ok(_) => self.take(&mut st, &chunk),
+                Ok(Read::Filled) => self.take(&mut st, &chunk),
+                Ok(Read::Emptied) => {
+                    self.take(&mut st, &chunk);
+                    break true;
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break true,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => {
@@ -601,8 +614,54 @@ impl StderrCopy {
         more
     }
 
-    /// New bytes: emit the complete lines, keep the rest.
+    /// One `read` of the pipe into `chunk`'s spare capacity (nothing is zeroed first). A read
+    /// shorter than the room it had emptied the pipe: the reactor's readiness is forgotten with
+    /// it (edge-triggered epoll says when more arrives), instead of being learnt from one more
+    /// `read` that fails with `EAGAIN`, a syscall for every line a server writes to stderr.
+    fn read_once(&self, chunk: &mut Vec<u8>) -> std::io::Result<Read> {
+        use std::os::fd::AsRawFd;
+        let room = chunk.spare_capacity_mut();
+        let (ptr, want) = (room.as_mut_ptr(), room.len());
+        let mut emptied_by = 0;
+        let result = self.pipe.try_io(|| {
+            // SAFETY: `ptr` and `want` describe `chunk`'s spare capacity, which read(2) only
+            // writes into; it stays allocated for the call.
+            let n = unsafe { libc::read(self.pipe.as_raw_fd(), ptr.cast(), want) };
+            match n {
+                n if n < 0 => Err(std::io::Error::last_os_error()),
+                n if n > 0 && (n as usize) < want => {
+                    // WouldBlock makes tokio clear the readiness it had: the bytes are kept.
+                    emptied_by = n as usize;
+                    Err(std::io::ErrorKind::WouldBlock.into())
+                }
+                n => Ok(n as usize),
+            }
+        });
+        let (n, read) = match result {
+            Ok(0) => return Ok(Read::End),
+            Ok(n) => (n, Read::Filled),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && emptied_by > 0 => {
+                (emptied_by, Read::Emptied)
+            }
+            Err(e) => return Err(e),
+        };
+        // SAFETY: read(2) wrote `n` bytes at the start of the spare capacity.
+        unsafe { chunk.set_len(n) };
+        Ok(read)
+    }
+
+    /// New bytes: emit the complete lines, keep the rest. Lines that arrive whole (the usual
+    /// case: a server's logger writes a line at a time) go out from `bytes` itself.
     fn take(&self, st: &mut CopyState, bytes: &[u8]) {
+        if st.partial.is_empty() {
+            let complete = match bytes.iter().rposition(|&b| b == b'\n') {
+                Some(last_nl) => &bytes[..=last_nl],
+                None => &bytes[..0],
+            };
+            self.emit_lines(complete);
+            self.keep_partial(st, &bytes[complete.len()..]);
+            return;
+        }
         st.partial.extend_from_slice(bytes);
         if st.partial.len() > MAX_PARTIAL_LINE {
             self.emit_partial(st);
@@ -611,12 +670,28 @@ impl StderrCopy {
         let Some(last_nl) = st.partial.iter().rposition(|&b| b == b'\n') else {
             return;
         };
-        let rest = st.partial.split_off(last_nl + 1);
-        for line in st.partial.split_inclusive(|&b| b == b'\n') {
+        self.emit_lines(&st.partial[..=last_nl]);
+        st.partial.drain(..=last_nl);
+    }
+
+    /// Complete lines, each in one write, into the tail too.
+    fn emit_lines(&self, complete: &[u8]) {
+        if complete.is_empty() {
+            return;
+        }
+        for line in complete.split_inclusive(|&b| b == b'\n') {
             emit(line);
         }
-        self.tail.push(&st.partial);
-        st.partial = rest;
+        self.tail.push(complete);
+    }
+
+    /// The start of a line whose newline has not arrived yet (passed on at once if it is
+    /// already too long to hold).
+    fn keep_partial(&self, st: &mut CopyState, rest: &[u8]) {
+        st.partial.extend_from_slice(rest);
+        if st.partial.len() > MAX_PARTIAL_LINE {
+            self.emit_partial(st);
+        }
     }
 
     fn emit_partial(&self, st: &mut CopyState) {
@@ -726,4 +801,75 @@ pub fn exit_code(status: ExitStatus) -> i32 {
         }
     }
     1
+}
+
+#[cfg(test)]
+mod stderr_tests {
+    use super::*;
+    use std::os::fd::OwnedFd;
+
+    /// A pipe whose read end a [`StderrCopy`] copies from, and its write end.
+    fn copy_over_pipe() -> (Arc<StderrCopy>, OwnedFd) {
+        let (read, write) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_CLOEXEC)
+                .expect("pipe");
+        let receiver = pipe::Receiver::from_owned_fd(read).expect("tokio pipe");
+        (Arc::new(StderrCopy::new(receiver)), write)
+    }
+
+    /// Yield until the tail reads `want` (the copy task runs between the yields).
+    async fn tail_becomes(copy: &StderrCopy, want: &str) {
+        let waited = tokio::time::timeout(Duration::from_secs(10), async {
+            while copy.tail.text() != want {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await;
+        assert!(
+            waited.is_ok(),
+            "the tail is {:?}, not {want:?}",
+            copy.tail.text()
+        );
+    }
+
+    /// Each read empties the pipe with a short read, after which the copy forgets the pipe's
+    /// readiness without a further `read`: every later write must still wake it, and lines
+    /// split across writes, and a last line without a newline, come out whole and in order.
+    #[tokio::test(flavor = "current_thread")]
+    async fn every_write_is_copied_after_the_pipe_was_emptied() {
+        let (copy, write) = copy_over_pipe();
+        let task = tokio::spawn(copy_stderr(copy.clone()));
+        nix::unistd::write(&write, b"one\n").expect("write");
+        tail_becomes(&copy, "one\n").await;
+        nix::unistd::write(&write, b"two\nthr").expect("write");
+        tail_becomes(&copy, "one\ntwo\n").await;
+        nix::unistd::write(&write, b"ee\nfour\nfi").expect("write");
+        tail_becomes(&copy, "one\ntwo\nthree\nfour\n").await;
+        drop(write);
+        tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .expect("the copy ends at EOF")
+            .expect("no panic");
+        assert_eq!(copy.tail.text(), "one\ntwo\nthree\nfour\nfi");
+    }
+
+    /// More than one read's room (16 KiB) waiting at once is all copied by one drain, lines cut
+    /// at the read's edge put back together.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_drain_copies_more_than_one_read_holds() {
+        let (copy, write) = copy_over_pipe();
+        let all: String = (0..40)
+            .map(|i| format!("{i:04}{}\n", "x".repeat(995)))
+            .collect();
+        let mut written = 0;
+        while written < all.len() {
+            written += nix::unistd::write(&write, &all.as_bytes()[written..]).expect("write");
+        }
+        tokio::task::yield_now().await;
+        // Readiness comes from the reactor: wait for it as the copy task would.
+        copy.pipe.readable().await.expect("readable");
+        assert!(copy.drain_now(), "the pipe is still open");
+        // The tail: the last 8 KiB, less the line its start cuts: lines 32 to 39.
+        assert_eq!(copy.tail.text(), all[32 * 1000..]);
+    }
 }
