@@ -96,24 +96,9 @@ impl<F: Fn() -> Built + Send + Sync + 'static> Subscriber for Deferred<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::tests::Captured;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::{Arc, Mutex};
-
-    #[derive(Clone, Default)]
-    struct Captured(Arc<Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Captured {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
+    use std::sync::Arc;
 
     /// Nothing is built while only call sites below the level are reached; the first event at
     /// the level builds the subscriber once, and every event at the level reaches it, spans

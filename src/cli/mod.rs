@@ -344,7 +344,7 @@ mod tests {
 
     /// A `tracing` writer into a shared buffer.
     #[derive(Clone, Default)]
-    struct Captured(Arc<Mutex<Vec<u8>>>);
+    pub(super) struct Captured(pub(super) Arc<Mutex<Vec<u8>>>);
 
     impl std::io::Write for Captured {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
