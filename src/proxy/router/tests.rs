@@ -182,6 +182,15 @@ impl Harness {
         self.servers.try_recv().is_err()
     }
 
+    /// The client closes; the server was sent nothing more (`what` says what would have
+    /// reached it), exits 0, and so does the session.
+    pub async fn end_with_nothing_forwarded(&mut self, server: &mut Server, what: &str) {
+        self.close();
+        assert_eq!(server.try_recv().await, None, "{what}");
+        server.exit(0);
+        assert_eq!(self.exit().await, 0);
+    }
+
     /// The session's result (the proxy's exit code).
     pub async fn exit(&mut self) -> i32 {
         let session = self.session.take().expect("session running");
@@ -647,14 +656,8 @@ async fn a_cancelled_call_gets_no_fabricated_answer_at_shutdown() {
                   "params": {"requestId": 1, "reason": "user"}}),
     )
     .await;
-    h.close();
-    assert_eq!(
-        server.try_recv().await,
-        None,
-        "a cancelled call was forwarded"
-    );
-    server.exit(0);
-    assert_eq!(h.exit().await, 0);
+    h.end_with_nothing_forwarded(&mut server, "a cancelled call was forwarded")
+        .await;
     assert_eq!(h.rest().await, Vec::<Value>::new(), "a fabricated answer");
 }
 
@@ -856,14 +859,8 @@ async fn a_client_listing_that_differs_from_the_proxys_fetch_is_learned() {
     let r = h.recv().await;
     assert_eq!(r["id"], json!(6));
     assert_eq!(r["result"]["isError"], json!(true), "{r}");
-    h.close();
-    assert_eq!(
-        server.try_recv().await,
-        None,
-        "the denied call reached the server"
-    );
-    server.exit(0);
-    assert_eq!(h.exit().await, 0);
+    h.end_with_nothing_forwarded(&mut server, "the denied call reached the server")
+        .await;
 }
 
 /// A server answer the proxy cannot read (not UTF-8) is not forwarded, but the call it answers
@@ -967,14 +964,8 @@ async fn read_note_is_refused(mut h: Harness, mut server: Server, home: &Path) {
         "no pending change: {}",
         pins[0]
     );
-    h.close();
-    assert_eq!(
-        server.try_recv().await,
-        None,
-        "the refused call reached the server"
-    );
-    server.exit(0);
-    assert_eq!(h.exit().await, 0);
+    h.end_with_nothing_forwarded(&mut server, "the refused call reached the server")
+        .await;
 }
 
 /// A changed tool listed before a pinned copy with the same name: the copy does not clear what
