@@ -106,6 +106,13 @@ pub fn run_status(args: ProxyArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
     use anyhow::Context;
 
     let config = resolve_settings(&args, global)?;
+    // The server starts before the runtime is built (see `proxy::start_before_runtime`). A
+    // signal the proxy passes on waits, blocked, until the listener that passes it on is
+    // installed: until then it would end the proxy by its default action.
+    let held = HeldSignals::hold();
+    let early = crate::proxy::start_before_runtime(&config)
+        .transpose()
+        .map_err(user_facing)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -113,19 +120,11 @@ pub fn run_status(args: ProxyArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
     let result = runtime.block_on(async {
         let (signal_tx, signals) = tokio::sync::mpsc::unbounded_channel();
         spawn_signal_listener(signal_tx)?;
+        drop(held);
         let (client_in, client_out, client_direct) = crate::proxy::stdio::client_stdio();
-        crate::proxy::run(config, client_in, client_out, client_direct, signals)
+        crate::proxy::run_started(early, config, client_in, client_out, client_direct, signals)
             .await
-            .map_err(|e| match e {
-                crate::proxy::ProxyError::AuditLog(e) => {
-                    anyhow::Error::new(super::UserError::new(e.to_string()).with_hint(
-                        "give --log-file a file in a writable directory on a file system with \
-                         free space, or leave --log-file out (a server whose calls cannot be \
-                         recorded is not started)",
-                    ))
-                }
-                other => anyhow::Error::from(other),
-            })
+            .map_err(user_facing)
     });
     // tokio's stdin reads on a blocking thread that cannot be interrupted; the child is
     // already reaped and stdout flushed here, so nothing is lost by not waiting for it.
@@ -136,6 +135,60 @@ pub fn run_status(args: ProxyArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
         end_by_signal(signal);
     }
     Ok(u8::try_from(end.code).unwrap_or(1))
+}
+
+/// A proxy error as the user reads it: a call log that cannot be written says what to do.
+fn user_facing(e: crate::proxy::ProxyError) -> anyhow::Error {
+    match e {
+        crate::proxy::ProxyError::AuditLog(e) => {
+            anyhow::Error::new(super::UserError::new(e.to_string()).with_hint(
+                "give --log-file a file in a writable directory on a file system with free \
+                 space, or leave --log-file out (a server whose calls cannot be recorded is not \
+                 started)",
+            ))
+        }
+        other => anyhow::Error::from(other),
+    }
+}
+
+/// The signals the proxy passes on, blocked from [`HeldSignals::hold`] until the value is
+/// dropped; then the thread's mask is what it was (a signal the proxy's parent blocked stays
+/// blocked), and one that arrived meanwhile is delivered.
+struct HeldSignals {
+    #[cfg(unix)]
+    before: libc::sigset_t,
+}
+
+impl HeldSignals {
+    fn hold() -> HeldSignals {
+        #[cfg(unix)]
+        {
+            // SAFETY: sigemptyset/sigaddset on a set on this stack, and pthread_sigmask with
+            // valid sets; blocking signals runs no code of ours.
+            unsafe {
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                for number in crate::proxy::PASSED_ON_SIGNALS {
+                    libc::sigaddset(&mut set, number);
+                }
+                let mut before: libc::sigset_t = std::mem::zeroed();
+                libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut before);
+                HeldSignals { before }
+            }
+        }
+        #[cfg(not(unix))]
+        HeldSignals {}
+    }
+}
+
+impl Drop for HeldSignals {
+    fn drop(&mut self) {
+        // SAFETY: restoring the mask saved by `hold`.
+        #[cfg(unix)]
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.before, std::ptr::null_mut());
+        }
+    }
 }
 
 /// End this process by `signal`, the way the server ended, so the client's wait reports the
@@ -577,4 +630,55 @@ fn spawn_signal_listener(tx: tokio::sync::mpsc::UnboundedSender<i32>) -> anyhow:
         });
     }
     Ok(())
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::HeldSignals;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    static DELIVERED: AtomicBool = AtomicBool::new(false);
+
+    extern "C" fn note_delivery(_: libc::c_int) {
+        DELIVERED.store(true, Ordering::SeqCst);
+    }
+
+    fn blocked(signal: libc::c_int) -> bool {
+        // SAFETY: a query of this thread's mask into a set on this stack.
+        unsafe {
+            let mut now: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut now);
+            libc::sigismember(&now, signal) == 1
+        }
+    }
+
+    /// A signal the proxy passes on that arrives while the server starts (before the listener
+    /// exists) waits, and is delivered once the hold ends; a signal the proxy's parent had
+    /// blocked stays blocked after it. Without the hold the signal's default action would end
+    /// the proxy in that window (here the handler runs at once, and the first check fails).
+    #[test]
+    fn a_signal_held_during_the_start_is_delivered_after_it() {
+        // SAFETY: a handler that only stores to an atomic; raise and pthread_sigmask on this
+        // thread with valid sets.
+        unsafe {
+            let handler: extern "C" fn(libc::c_int) = note_delivery;
+            libc::signal(libc::SIGUSR2, handler as *const () as libc::sighandler_t);
+            let mut parent: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut parent);
+            libc::sigaddset(&mut parent, libc::SIGUSR1);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &parent, std::ptr::null_mut());
+
+            let held = HeldSignals::hold();
+            assert!(blocked(libc::SIGTERM) && blocked(libc::SIGINT) && blocked(libc::SIGUSR2));
+            libc::raise(libc::SIGUSR2);
+            assert!(!DELIVERED.load(Ordering::SeqCst), "delivered while held");
+            drop(held);
+            assert!(
+                DELIVERED.load(Ordering::SeqCst),
+                "not delivered after the hold"
+            );
+            assert!(!blocked(libc::SIGTERM) && !blocked(libc::SIGUSR2));
+            assert!(blocked(libc::SIGUSR1), "the parent's mask is not restored");
+        }
+    }
 }

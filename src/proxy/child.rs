@@ -268,20 +268,29 @@ impl ServerChild {
     ) -> std::io::Result<ServerChild> {
         #[cfg(target_os = "linux")]
         if let Some(spawned) = jail.spawn_piped() {
-            let spawned = spawned?;
-            let process = Process::Pidfd(PidfdChild::new(spawned.pid, spawned.pidfd)?);
-            let stdout = pipe::Receiver::from_owned_fd(spawned.stdout)?;
-            let stdin = pipe::Sender::from_owned_fd(spawned.stdin)?;
-            return ServerChild::started(
-                process,
-                spawned.pid,
-                stdin,
-                Box::new(stdout),
-                spawned.stderr,
-                max_line,
-            );
+            return ServerChild::from_spawned(spawned?, max_line);
         }
         ServerChild::spawn(jail.command(), max_line)
+    }
+
+    /// A server the jail started on its own (`PreparedJail::spawn_piped`), taken into this
+    /// runtime.
+    #[cfg(target_os = "linux")]
+    pub fn from_spawned(
+        spawned: crate::sandbox::SpawnedServer,
+        max_line: usize,
+    ) -> std::io::Result<ServerChild> {
+        let process = Process::Pidfd(PidfdChild::new(spawned.pid, spawned.pidfd)?);
+        let stdout = pipe::Receiver::from_owned_fd(spawned.stdout)?;
+        let stdin = pipe::Sender::from_owned_fd(spawned.stdin)?;
+        ServerChild::started(
+            process,
+            spawned.pid,
+            stdin,
+            Box::new(stdout),
+            spawned.stderr,
+            max_line,
+        )
     }
 
     /// Start `cmd` (from `PreparedJail::command`, so the jail applies) with piped stdin/stdout.

@@ -38,7 +38,7 @@ mod session;
 #[cfg(test)]
 mod tests;
 
-pub use session::run;
+pub use session::{run, run_started, start_before_runtime, EarlyStart};
 
 /// Longest text of a result without `isError: true` that is still read as an error message
 /// for jail hints.
@@ -198,7 +198,8 @@ fn note_jail(log: &CallLog, jail: &PreparedJail) {
     }
 }
 
-/// Start the server under `jail`, and return the jail it runs under with the result.
+/// Start the server under `jail` (or take `first`, the server already started under it), and
+/// return the jail it runs under with the result.
 ///
 /// The proxy's jails assume the kernel lets the server's child create its namespaces
 /// ([`crate::sandbox::JailOptions::assume_namespaces`]) rather than probing in throwaway
@@ -208,11 +209,12 @@ fn note_jail(log: &CallLog, jail: &PreparedJail) {
 fn start_server(
     launch: &mut Launch,
     jail: PreparedJail,
+    first: Option<std::io::Result<ServerChild>>,
     scope: &Scope,
     config: &mut ProxyConfig,
     log: &CallLog,
 ) -> (PreparedJail, std::io::Result<ServerChild>) {
-    let spawned = launch(&jail, config.max_line_bytes);
+    let spawned = first.unwrap_or_else(|| launch(&jail, config.max_line_bytes));
     let refusal = match &spawned {
         Err(_) => jail.namespace_refusal(),
         Ok(_) => None,

@@ -217,6 +217,7 @@ impl Router {
                 let (jail, spawned) = super::start_server(
                     &mut self.launch,
                     jail,
+                    None,
                     &scope,
                     &mut self.config,
                     &self.log,

@@ -82,7 +82,7 @@ impl Harness {
         });
         let (signals, signal_rx) = mpsc::unbounded_channel();
         let session = tokio::spawn(run_with(
-            cfg, client_in, client_out, None, signal_rx, launch,
+            None, cfg, client_in, client_out, None, signal_rx, launch,
         ));
         Harness {
             to_proxy: Some(to_proxy),
@@ -1078,4 +1078,89 @@ async fn block_withholds_a_listing_it_cannot_parse_and_passes_one_it_can() {
     assert_eq!(server.try_recv().await, None);
     server.exit(0);
     assert_eq!(h.exit().await, 0);
+}
+
+/// The jail is prepared and the server started before any async runtime exists (a call on
+/// that path that needs one would panic here, outside a runtime), and the session then runs
+/// on the server so started: a request reaches it and its answer comes back. The server can
+/// start only once (`mkdir` fails the second time) and says it has (through a FIFO the test
+/// reads before the session exists), so a session that started another one instead gets no
+/// answer.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_server_starts_before_the_runtime_and_the_session_runs_on_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut cfg = config(&canonical(dir.path()));
+    cfg.jail.disabled = false;
+    let fifo = canonical(dir.path()).join("started.fifo");
+    let path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("path");
+    // SAFETY: a NUL-terminated path and a mode.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    cfg.command = [
+        "/bin/sh",
+        "-c",
+        r#"mkdir started || exit 3; echo once > started.fifo; read -r line; echo '{"jsonrpc":"2.0","id":7,"result":{"jailed":true}}'"#,
+    ]
+    .map(String::from)
+    .to_vec();
+    let early = super::start_before_runtime(&cfg)
+        .expect("without --allow-domain the server starts before the runtime")
+        .expect("the jail is prepared");
+    assert!(
+        matches!(early.spawned, Some(Ok(_))),
+        "the jail starts the server itself, outside the runtime"
+    );
+    let said = std::fs::read_to_string(&fifo).expect("the server says it started");
+    assert_eq!(said, "once\n");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let (client_in, mut to_proxy) = tokio::io::duplex(64 * 1024);
+        let (from_proxy, client_out) = tokio::io::duplex(64 * 1024);
+        let (_signals, signal_rx) = mpsc::unbounded_channel();
+        let session = tokio::spawn(super::run_started(
+            Some(early),
+            cfg,
+            client_in,
+            client_out,
+            None,
+            signal_rx,
+        ));
+        to_proxy
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\n")
+            .await
+            .expect("write to the proxy");
+        let mut answer = String::new();
+        let mut from_proxy = BufReader::new(from_proxy);
+        tokio::time::timeout(STEP, from_proxy.read_line(&mut answer))
+            .await
+            .expect("an answer in time")
+            .expect("read the answer");
+        let answer: Value = serde_json::from_str(&answer).expect("JSON");
+        assert_eq!(
+            answer,
+            json!({"jsonrpc":"2.0","id":7,"result":{"jailed":true}})
+        );
+        drop(to_proxy);
+        let end = tokio::time::timeout(STEP, session)
+            .await
+            .expect("the session ends with the server")
+            .expect("session task")
+            .expect("session");
+        assert_eq!(end.code, 0);
+    });
+}
+
+/// With `--allow-domain` rules the egress proxy must listen before the jail is prepared (the
+/// jail routes the server to its port): nothing starts before the runtime.
+#[test]
+fn allow_domain_rules_keep_the_start_inside_the_runtime() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut cfg = config(&canonical(dir.path()));
+    cfg.jail.disabled = false;
+    cfg.scope.net.allow_domains =
+        vec![crate::policy::net::DomainRule::parse("example.com").expect("a domain rule")];
+    assert!(super::start_before_runtime(&cfg).is_none());
 }
