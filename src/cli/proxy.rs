@@ -122,7 +122,7 @@ pub fn run_status(args: ProxyArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
         spawn_signal_listener(signal_tx)?;
         drop(held);
         let (client_in, client_out, client_direct) = crate::proxy::stdio::client_stdio();
-        crate::proxy::run_started(early, config, client_in, client_out, client_direct, signals)
+        crate::proxy::run(early, config, client_in, client_out, client_direct, signals)
             .await
             .map_err(user_facing)
     });

@@ -51,7 +51,7 @@ use std::time::Duration;
 use crate::policy::Scope;
 use crate::sandbox::JailOptions;
 
-pub use router::{run, run_started, start_before_runtime, EarlyStart};
+pub use router::{run, start_before_runtime, EarlyStart};
 
 /// The signals the proxy passes on to the server (see `cli::proxy`): the two that end a session
 /// first, then those a terminal or a runtime's user sends.

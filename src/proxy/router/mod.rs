@@ -38,7 +38,7 @@ mod session;
 #[cfg(test)]
 mod tests;
 
-pub use session::{run, run_started, start_before_runtime, EarlyStart};
+pub use session::{run, start_before_runtime, EarlyStart};
 
 /// Longest text of a result without `isError: true` that is still read as an error message
 /// for jail hints.

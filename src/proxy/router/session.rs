@@ -58,8 +58,10 @@ const SIGNALS_FORWARDED: u8 = 2;
 /// send them); each is passed on to the server.
 /// `client_direct` is `client_out`'s own pipe in non-blocking mode, if it is one (see
 /// [`crate::proxy::stdio::client_stdio`]): answers are then written at once when nothing is
-/// queued (see `outbox`).
+/// queued (see `outbox`). `early`: the jail and server [`start_before_runtime`] started, if it
+/// did; otherwise the session prepares and starts them itself.
 pub async fn run<R, W>(
+    early: Option<EarlyStart>,
     config: ProxyConfig,
     client_in: R,
     client_out: W,
@@ -70,7 +72,17 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    run_started(None, config, client_in, client_out, client_direct, signals).await
+    let launch: Launch = Box::new(ServerChild::spawn_in);
+    run_with(
+        early,
+        config,
+        client_in,
+        client_out,
+        client_direct,
+        signals,
+        launch,
+    )
+    .await
 }
 
 /// What [`start_before_runtime`] did: the jail, the call log, and the server if the jail could
@@ -113,32 +125,6 @@ pub fn start_before_runtime(config: &ProxyConfig) -> Option<Result<EarlyStart, P
         #[cfg(target_os = "linux")]
         spawned,
     }))
-}
-
-/// [`run`] for a session whose jail and server [`start_before_runtime`] may have started.
-pub async fn run_started<R, W>(
-    early: Option<EarlyStart>,
-    config: ProxyConfig,
-    client_in: R,
-    client_out: W,
-    client_direct: Option<std::os::fd::OwnedFd>,
-    signals: mpsc::UnboundedReceiver<i32>,
-) -> Result<ServerEnd, ProxyError>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    let launch: Launch = Box::new(ServerChild::spawn_in);
-    run_with(
-        early,
-        config,
-        client_in,
-        client_out,
-        client_direct,
-        signals,
-        launch,
-    )
-    .await
 }
 
 fn open_log(config: &ProxyConfig) -> Result<CallLog, ProxyError> {

@@ -1120,7 +1120,7 @@ fn the_server_starts_before_the_runtime_and_the_session_runs_on_it() {
         let (client_in, mut to_proxy) = tokio::io::duplex(64 * 1024);
         let (from_proxy, client_out) = tokio::io::duplex(64 * 1024);
         let (_signals, signal_rx) = mpsc::unbounded_channel();
-        let session = tokio::spawn(super::run_started(
+        let session = tokio::spawn(super::run(
             Some(early),
             cfg,
             client_in,
