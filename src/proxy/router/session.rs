@@ -100,10 +100,12 @@ pub struct EarlyStart {
 /// signal listener and the client's stdio are not needed for it. Built first, they delayed the
 /// server's `exec` (~0.13 ms of work in a slow hour); built after, they are ready long before
 /// the server reads its first line. A session's first answer came 0.14–0.41 ms sooner at the
-/// paired median (README, the twentieth pass). `None` where the order cannot change: with `--allow-domain` rules the egress
-/// proxy (which needs the runtime) must listen before the jail is prepared, since the jail
-/// routes the server to its port. The caller holds the signals it passes on blocked until its
-/// listener is installed (see `cli::proxy`).
+/// paired median (README, the twentieth pass).
+///
+/// `None` where the order cannot change: with `--allow-domain` rules the egress proxy (which
+/// needs the runtime) must listen before the jail is prepared, since the jail routes the server
+/// to its port. The caller holds the signals it passes on blocked until its listener is
+/// installed (see `cli::proxy`).
 pub fn start_before_runtime(config: &ProxyConfig) -> Option<Result<EarlyStart, ProxyError>> {
     if needs_egress(config) {
         return None;
@@ -206,6 +208,9 @@ where
                 .map(|s| s.and_then(|s| ServerChild::from_spawned(s, config.max_line_bytes)));
             #[cfg(not(target_os = "linux"))]
             let first = None;
+            // No egress proxy: nothing will send on the channel, which closes here, and the
+            // session stops polling it.
+            drop(net_records);
             (None, early.jail, early.log, first)
         }
         None => {
