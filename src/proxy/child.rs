@@ -661,26 +661,24 @@ impl StderrCopy {
 
     /// New bytes: emit the complete lines, keep the rest. Lines that arrive whole (the usual
     /// case: a server's logger writes a line at a time) go out from `bytes` itself.
-    fn take(&self, st: &mut CopyState, bytes: &[u8]) {
-        if st.partial.is_empty() {
-            let complete = match bytes.iter().rposition(|&b| b == b'\n') {
-                Some(last_nl) => &bytes[..=last_nl],
-                None => &bytes[..0],
+    fn take(&self, st: &mut CopyState, mut bytes: &[u8]) {
+        if !st.partial.is_empty() {
+            // The line under way ends at the first newline, if one came.
+            let Some(nl) = bytes.iter().position(|&b| b == b'\n') else {
+                self.keep_partial(st, bytes);
+                return;
             };
-            self.emit_lines(complete);
-            self.keep_partial(st, &bytes[complete.len()..]);
-            return;
+            st.partial.extend_from_slice(&bytes[..=nl]);
+            self.emit_lines(&st.partial);
+            st.partial.clear();
+            bytes = &bytes[nl + 1..];
         }
-        st.partial.extend_from_slice(bytes);
-        if st.partial.len() > MAX_PARTIAL_LINE {
-            self.emit_partial(st);
-            return;
-        }
-        let Some(last_nl) = st.partial.iter().rposition(|&b| b == b'\n') else {
-            return;
+        let complete = match bytes.iter().rposition(|&b| b == b'\n') {
+            Some(last_nl) => &bytes[..=last_nl],
+            None => &bytes[..0],
         };
-        self.emit_lines(&st.partial[..=last_nl]);
-        st.partial.drain(..=last_nl);
+        self.emit_lines(complete);
+        self.keep_partial(st, &bytes[complete.len()..]);
     }
 
     /// Complete lines, each in one write, into the tail too.

@@ -107,26 +107,24 @@ pub struct EarlyStart {
 /// to its port. The caller holds the signals it passes on blocked until its listener is
 /// installed (see `cli::proxy`).
 pub fn start_before_runtime(config: &ProxyConfig) -> Option<Result<EarlyStart, ProxyError>> {
-    if needs_egress(config) {
-        return None;
-    }
-    let jail =
-        match crate::sandbox::prepare(&config.scope, &config.command, &config.cwd, &config.jail) {
-            Ok(jail) => jail,
-            Err(e) => return Some(Err(ProxyError::Jail(e))),
-        };
-    let log = match open_log(config) {
-        Ok(log) => log,
-        Err(e) => return Some(Err(e)),
-    };
-    #[cfg(target_os = "linux")]
-    let spawned = jail.spawn_piped();
-    Some(Ok(EarlyStart {
+    (!needs_egress(config)).then(|| start_now(config))
+}
+
+fn start_now(config: &ProxyConfig) -> Result<EarlyStart, ProxyError> {
+    let jail = prepare_jail(config)?;
+    let log = open_log(config)?;
+    Ok(EarlyStart {
+        #[cfg(target_os = "linux")]
+        spawned: jail.spawn_piped(),
         jail,
         log,
-        #[cfg(target_os = "linux")]
-        spawned,
-    }))
+    })
+}
+
+/// The jail for the session's scope (a respawn prepares one for a narrower scope).
+fn prepare_jail(config: &ProxyConfig) -> Result<crate::sandbox::PreparedJail, ProxyError> {
+    crate::sandbox::prepare(&config.scope, &config.command, &config.cwd, &config.jail)
+        .map_err(ProxyError::Jail)
 }
 
 fn open_log(config: &ProxyConfig) -> Result<CallLog, ProxyError> {
@@ -215,10 +213,7 @@ where
         }
         None => {
             let egress = start_egress(&mut config, net_records).await?;
-            let jail =
-                crate::sandbox::prepare(&config.scope, &config.command, &config.cwd, &config.jail)
-                    .map_err(ProxyError::Jail)?;
-            (egress, jail, open_log(&config)?, None)
+            (egress, prepare_jail(&config)?, open_log(&config)?, None)
         }
     };
     if log.live() {
