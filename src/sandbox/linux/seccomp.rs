@@ -9,9 +9,10 @@
 //! `clone3` and `openat2` fail with `ENOSYS` so libc falls back to `clone` and `openat`, whose
 //! flags *can* be inspected (namespace creation, and set-uid/set-gid modes, are refused there):
 //! their own arguments are structs in the caller's memory, which seccomp cannot read. On x86_64
-//! it is one program with a search over the syscall numbers in front ([`dispatched`], see
-//! [`super::bpf`]: cheap to attach); elsewhere seccompiler's chain and a second tiny program for
-//! `clone3` and `openat2` ([`chains`]).
+//! it is one program with a search over the syscall numbers in front and a block of argument
+//! tests per syscall behind it ([`dispatched`], see [`super::bpf`]: short, so cheap to attach);
+//! elsewhere seccompiler's chain and a second tiny program for `clone3` and `openat2`
+//! ([`chains`]), which the tests also hold the x86_64 program to.
 
 use std::collections::BTreeMap;
 
@@ -20,6 +21,7 @@ use seccompiler::{
     SeccompRule, TargetArch,
 };
 
+use super::bpf::{ArgOp, ArgTest};
 use crate::policy::NetRules;
 
 /// The compiled filters, ready for the child to install (in this order).
@@ -149,7 +151,10 @@ pub enum SeccompError {
     Build(#[from] seccompiler::BackendError),
 }
 
-type Rules = BTreeMap<i64, Vec<SeccompRule>>;
+/// Refused syscalls by number: refused when any of its rules holds (a rule holds when all its
+/// tests do); an empty list refuses the syscall whatever its arguments.
+type Rules = BTreeMap<i64, Vec<Rule>>;
+type Rule = Vec<ArgTest>;
 
 impl SeccompPlan {
     /// Compile the filters for `net`: on x86_64 one program with a search in front
@@ -158,10 +163,10 @@ impl SeccompPlan {
     pub fn compile(net: &NetRules) -> Result<Self, SeccompError> {
         let arch = TargetArch::try_from(std::env::consts::ARCH)
             .map_err(|_| SeccompError::UnsupportedArch(std::env::consts::ARCH))?;
-        let (rules, denied, sockets_unix_only) = rules_for(net)?;
-        let programs = match dispatched(rules.clone(), arch)? {
+        let (rules, denied, sockets_unix_only) = rules_for(net);
+        let programs = match dispatched(&rules) {
             Some(one) => vec![one],
-            None => chains(rules, arch)?,
+            None => chains(&rules, arch)?,
         };
         let tcp_judged = tcp_judged_by_landlock(net);
         Ok(SeccompPlan {
@@ -189,8 +194,8 @@ const ANSWERED_ENOSYS: &[(&str, libc::c_long)] =
 
 /// The rules for `net` (by syscall number; an empty list refuses the syscall whatever its
 /// arguments), the names for the report, and whether only UNIX sockets may be made.
-fn rules_for(net: &NetRules) -> Result<(Rules, Vec<&'static str>, bool), SeccompError> {
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+fn rules_for(net: &NetRules) -> (Rules, Vec<&'static str>, bool) {
+    let mut rules = Rules::new();
     let mut denied = Vec::new();
     for (name, nr) in ALWAYS_DENIED {
         // An empty rule list matches the syscall unconditionally.
@@ -199,22 +204,24 @@ fn rules_for(net: &NetRules) -> Result<(Rules, Vec<&'static str>, bool), Seccomp
     }
     let mut clone_rules = Vec::new();
     for flag in CLONE_NAMESPACE_FLAGS {
-        clone_rules.push(SeccompRule::new(vec![SeccompCondition::new(
-            0,
-            SeccompCmpArgLen::Qword,
-            SeccompCmpOp::MaskedEq(*flag),
-            *flag,
-        )?])?);
+        clone_rules.push(vec![ArgTest {
+            arg: 0,
+            wide: true,
+            op: ArgOp::MaskedEq {
+                mask: *flag,
+                value: *flag,
+            },
+        }]);
     }
     rules.insert(libc::SYS_clone, clone_rules);
     denied.push("clone(CLONE_NEW*)");
 
     for (name, nr, rules_for) in ARGUMENT_RULES {
-        rules.insert(*nr, rules_for()?);
+        rules.insert(*nr, rules_for());
         denied.push(*name);
     }
     for (nr, args) in SET_ID_MODES {
-        rules.insert(*nr, set_id_mode_rules(args)?);
+        rules.insert(*nr, set_id_mode_rules(args));
     }
     denied.push("chmod/fchmod/fchmodat/fchmodat2/open/openat/creat/mknod/mknodat(S_ISUID|S_ISGID)");
 
@@ -226,12 +233,12 @@ fn rules_for(net: &NetRules) -> Result<(Rules, Vec<&'static str>, bool), Seccomp
         // ports allowed, plain TCP sockets are let through for Landlock's port rules to judge.
         // Types are allowed by list, never refused by list: the kernel turns some types into
         // others (`socket(AF_UNIX, SOCK_RAW)` is a datagram socket).
-        rules.insert(libc::SYS_socket, socket_rules(tcp_ports)?);
+        rules.insert(libc::SYS_socket, socket_rules(tcp_ports));
         rules.insert(
             libc::SYS_socketpair,
             vec![
-                SeccompRule::new(vec![cond(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?])?,
-                unix_type_not_connected_rule()?,
+                vec![ne(0, libc::AF_UNIX as u64)],
+                unix_type_not_connected_rule(),
             ],
         );
         denied.push(if tcp_ports {
@@ -255,14 +262,7 @@ fn rules_for(net: &NetRules) -> Result<(Rules, Vec<&'static str>, bool), Seccomp
         // rule would not be asked and any port of any host would be reachable. No runtime sends
         // with it unasked. (TCP_FASTOPEN_CONNECT is harmless: its connect() is checked.)
         for (nr, flags_arg) in SEND_FLAGS {
-            rules.insert(
-                *nr,
-                vec![SeccompRule::new(vec![cond(
-                    *flags_arg,
-                    SeccompCmpOp::MaskedEq(MSG_FASTOPEN),
-                    MSG_FASTOPEN,
-                )?])?],
-            );
+            rules.insert(*nr, vec![vec![has_bit(*flags_arg, MSG_FASTOPEN)]]);
         }
         denied.push("sendto/sendmsg/sendmmsg(MSG_FASTOPEN)");
         if net.tcp_bind_ports.is_empty() {
@@ -283,19 +283,19 @@ fn rules_for(net: &NetRules) -> Result<(Rules, Vec<&'static str>, bool), Seccomp
         rules.insert(libc::SYS_connect, Vec::new());
         denied.push("connect");
         if let Some(list) = rules.get_mut(&libc::SYS_socket) {
-            list.push(unix_type_not_connected_rule()?);
+            list.push(unix_type_not_connected_rule());
         }
         denied.push("socket(AF_UNIX, a type but SOCK_STREAM/SOCK_SEQPACKET)");
     }
 
-    Ok((rules, denied, sockets_unix_only))
+    (rules, denied, sockets_unix_only)
 }
 
 /// The main chain behind the x32 guard, and a second program answering [`ANSWERED_ENOSYS`]'s
 /// calls with `ENOSYS` (so libc falls back to calls whose arguments the main one inspects).
-fn chains(rules: Rules, arch: TargetArch) -> Result<Vec<Vec<libc::sock_filter>>, SeccompError> {
-    let main = refusing(rules, libc::EPERM, arch)?;
-    let mut fallbacks = Rules::new();
+fn chains(rules: &Rules, arch: TargetArch) -> Result<Vec<Vec<libc::sock_filter>>, SeccompError> {
+    let main = refusing(in_seccompiler_terms(rules)?, libc::EPERM, arch)?;
+    let mut fallbacks = BTreeMap::new();
     for (_, nr) in ANSWERED_ENOSYS {
         fallbacks.insert(*nr, Vec::new());
     }
@@ -305,9 +305,36 @@ fn chains(rules: Rules, arch: TargetArch) -> Result<Vec<Vec<libc::sock_filter>>,
     ])
 }
 
+/// `rules` as seccompiler's conditions.
+fn in_seccompiler_terms(rules: &Rules) -> Result<BTreeMap<i64, Vec<SeccompRule>>, SeccompError> {
+    let mut out = BTreeMap::new();
+    for (nr, list) in rules {
+        let mut converted = Vec::with_capacity(list.len());
+        for rule in list {
+            let mut conditions = Vec::with_capacity(rule.len());
+            for test in rule {
+                let (op, value) = match test.op {
+                    ArgOp::Eq(v) => (SeccompCmpOp::Eq, v),
+                    ArgOp::Ne(v) => (SeccompCmpOp::Ne, v),
+                    ArgOp::MaskedEq { mask, value } => (SeccompCmpOp::MaskedEq(mask), value),
+                };
+                let len = if test.wide {
+                    SeccompCmpArgLen::Qword
+                } else {
+                    SeccompCmpArgLen::Dword
+                };
+                conditions.push(SeccompCondition::new(test.arg, len, op, value)?);
+            }
+            converted.push(SeccompRule::new(conditions)?);
+        }
+        out.insert(*nr, converted);
+    }
+    Ok(out)
+}
+
 /// seccompiler's program for `rules`: a matching call fails with `errno`, the rest is allowed.
 fn refusing(
-    rules: Rules,
+    rules: BTreeMap<i64, Vec<SeccompRule>>,
     errno: i32,
     arch: TargetArch,
 ) -> Result<Vec<libc::sock_filter>, SeccompError> {
@@ -325,52 +352,67 @@ fn refusing(
 /// quickly (see [`super::bpf`]: attaching the plain chain cost ~300 µs per server start): a
 /// search over the syscall numbers in front refuses x32's numbers, the unconditionally refused
 /// syscalls (`EPERM`) and [`ANSWERED_ENOSYS`]'s (`ENOSYS`) at its leaves, lets every other
-/// syscall without a rule through after a few comparisons, and sends only the few with argument
-/// rules on to a seccompiler chain of those rules. `None` elsewhere, or if the search does not fit.
-fn dispatched(
-    rules: Rules,
-    arch: TargetArch,
-) -> Result<Option<Vec<libc::sock_filter>>, SeccompError> {
-    use super::bpf::{with_dispatch, Leaf};
+/// syscall without a rule through after a few comparisons, and sends each syscall with argument
+/// rules to a block of its own tests. Another architecture is killed, as seccompiler's chain
+/// does. `None` elsewhere, or if the search or a block does not fit: the caller uses the chains.
+fn dispatched(rules: &Rules) -> Option<Vec<libc::sock_filter>> {
+    use super::bpf::{rules_block, with_dispatch, Leaf};
     if !cfg!(target_arch = "x86_64") {
-        return Ok(None);
+        return None;
     }
     const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
     let eperm = libc::SECCOMP_RET_ERRNO | libc::EPERM as u32;
-    let mut leaves = Vec::with_capacity(rules.len() + 1);
-    let mut conditional = Rules::new();
+    let allow = libc::SECCOMP_RET_ALLOW;
+    let mut leaves = Vec::with_capacity(rules.len() + ANSWERED_ENOSYS.len());
+    let mut blocks: Vec<Vec<libc::sock_filter>> = Vec::new();
     for (nr, list) in rules {
-        let Ok(number) = u32::try_from(nr) else {
-            return Ok(None);
-        };
+        let number = u32::try_from(*nr).ok()?;
         if list.is_empty() {
             leaves.push((number, Leaf::Return(eperm)));
-        } else {
-            leaves.push((number, Leaf::Program));
-            conditional.insert(nr, list);
+            continue;
         }
+        // Syscalls with the same tests share one block (the chmod family, the `pid` checks).
+        let block = rules_block(list, eperm, allow)?;
+        let index = match blocks.iter().position(|b| same_code(b, &block)) {
+            Some(index) => index,
+            None => {
+                blocks.push(block);
+                blocks.len() - 1
+            }
+        };
+        leaves.push((number, Leaf::Block(index)));
     }
     for (_, nr) in ANSWERED_ENOSYS {
-        let Ok(number) = u32::try_from(*nr) else {
-            return Ok(None);
-        };
         leaves.push((
-            number,
+            u32::try_from(*nr).ok()?,
             Leaf::Return(libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
         ));
     }
-    let main = refusing(conditional, libc::EPERM, arch)?;
-    Ok(with_dispatch(
-        &main,
+    let other_arch = [libc::sock_filter {
+        code: (libc::BPF_RET | libc::BPF_K) as u16,
+        jt: 0,
+        jf: 0,
+        k: libc::SECCOMP_RET_KILL_PROCESS,
+    }];
+    with_dispatch(
+        &other_arch,
         AUDIT_ARCH_X86_64,
         (X32_SYSCALL_BIT, eperm),
         &leaves,
-        libc::SECCOMP_RET_ALLOW,
-    ))
+        &blocks,
+        allow,
+    )
+}
+
+fn same_code(a: &[libc::sock_filter], b: &[libc::sock_filter]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| (x.code, x.jt, x.jf, x.k) == (y.code, y.jt, y.jf, y.k))
 }
 
 /// Syscalls refused only for some arguments (for the report, a name saying which).
-type RulesFor = fn() -> Result<Vec<SeccompRule>, SeccompError>;
+type RulesFor = fn() -> Vec<Rule>;
 const ARGUMENT_RULES: &[(&str, libc::c_long, RulesFor)] = &[
     (
         "ioctl(TIOCSTI|TIOCLINUX)",
@@ -408,42 +450,57 @@ const ARGUMENT_RULES: &[(&str, libc::c_long, RulesFor)] = &[
 /// so only the low 32 bits are compared.
 // `libc::Ioctl` is `c_ulong` with glibc and `c_int` with musl.
 #[allow(clippy::unnecessary_cast)]
-fn terminal_injection() -> Result<Vec<SeccompRule>, SeccompError> {
-    Ok(vec![
-        SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, libc::TIOCSTI as u64)?])?,
-        SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, libc::TIOCLINUX as u64)?])?,
-    ])
+fn terminal_injection() -> Vec<Rule> {
+    vec![
+        vec![eq(1, libc::TIOCSTI as u64)],
+        vec![eq(1, libc::TIOCLINUX as u64)],
+    ]
 }
 
 /// A pid argument other than 0 (the caller itself): another process of the same user.
-fn arg0_not_self() -> Result<Vec<SeccompRule>, SeccompError> {
-    Ok(vec![SeccompRule::new(vec![cond(0, SeccompCmpOp::Ne, 0)?])?])
+fn arg0_not_self() -> Vec<Rule> {
+    vec![vec![ne(0, 0)]]
 }
 
 /// `{get,set}priority(which, who)`: only `PRIO_PROCESS` with `who == 0` names the caller alone
 /// (`PRIO_PGRP`/`PRIO_USER` with 0 mean the caller's group or user, i.e. other processes).
-fn priority_other() -> Result<Vec<SeccompRule>, SeccompError> {
-    Ok(vec![
-        SeccompRule::new(vec![cond(0, SeccompCmpOp::Ne, libc::PRIO_PROCESS as u64)?])?,
-        SeccompRule::new(vec![cond(1, SeccompCmpOp::Ne, 0)?])?,
-    ])
+fn priority_other() -> Vec<Rule> {
+    vec![vec![ne(0, libc::PRIO_PROCESS as u64)], vec![ne(1, 0)]]
 }
 
 /// `ioprio_set(which, who)`: as for priorities, only `IOPRIO_WHO_PROCESS` (1) with `who == 0`.
-fn ioprio_other() -> Result<Vec<SeccompRule>, SeccompError> {
-    Ok(vec![
-        SeccompRule::new(vec![cond(0, SeccompCmpOp::Ne, 1)?])?,
-        SeccompRule::new(vec![cond(1, SeccompCmpOp::Ne, 0)?])?,
-    ])
+fn ioprio_other() -> Vec<Rule> {
+    vec![vec![ne(0, 1)], vec![ne(1, 0)]]
 }
 
-fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, SeccompError> {
-    Ok(SeccompCondition::new(
+/// Argument `arg`'s low 32 bits (an `int`) equal `value`.
+fn eq(arg: u8, value: u64) -> ArgTest {
+    ArgTest {
         arg,
-        SeccompCmpArgLen::Dword,
-        op,
-        value,
-    )?)
+        wide: false,
+        op: ArgOp::Eq(value),
+    }
+}
+
+/// Argument `arg`'s low 32 bits differ from `value`.
+fn ne(arg: u8, value: u64) -> ArgTest {
+    ArgTest {
+        arg,
+        wide: false,
+        op: ArgOp::Ne(value),
+    }
+}
+
+/// Argument `arg`'s low 32 bits have every bit of `bits` set.
+fn has_bit(arg: u8, bits: u64) -> ArgTest {
+    ArgTest {
+        arg,
+        wide: false,
+        op: ArgOp::MaskedEq {
+            mask: bits,
+            value: bits,
+        },
+    }
 }
 
 /// The `type` argument's values a socket of one of `types` may be asked with: the type and any
@@ -469,48 +526,41 @@ fn type_values(types: &[libc::c_int]) -> Vec<u64> {
 /// (refused, or never given an unconnected AF_UNIX socket), while a datagram one reaches it by
 /// `sendto`. The rule matches every other type: `SOCK_DGRAM`, and `SOCK_RAW`, which the kernel
 /// quietly makes a datagram socket (`unix_create`).
-fn unix_type_not_connected_rule() -> Result<SeccompRule, SeccompError> {
-    let mut conditions = vec![cond(0, SeccompCmpOp::Eq, libc::AF_UNIX as u64)?];
+fn unix_type_not_connected_rule() -> Rule {
+    let mut tests = vec![eq(0, libc::AF_UNIX as u64)];
     for value in type_values(&[libc::SOCK_STREAM, libc::SOCK_SEQPACKET]) {
-        conditions.push(cond(1, SeccompCmpOp::Ne, value)?);
+        tests.push(ne(1, value));
     }
-    Ok(SeccompRule::new(conditions)?)
+    tests
 }
 
 /// Rules matching the `socket()` calls to refuse. Rules are OR-ed, conditions inside one AND-ed.
-fn socket_rules(allow_tcp: bool) -> Result<Vec<SeccompRule>, SeccompError> {
+fn socket_rules(allow_tcp: bool) -> Vec<Rule> {
     let unix = libc::AF_UNIX as u64;
     if !allow_tcp {
-        return Ok(vec![SeccompRule::new(vec![cond(
-            0,
-            SeccompCmpOp::Ne,
-            unix,
-        )?])?]);
+        return vec![vec![ne(0, unix)]];
     }
     let inet = [libc::AF_INET as u64, libc::AF_INET6 as u64];
     // Only TCP: an AF_UNIX socket from `socket()` could connect() to a named socket, which
     // Landlock cannot judge here (the caller explains).
-    let mut rules = vec![SeccompRule::new(vec![
-        cond(0, SeccompCmpOp::Ne, inet[0])?,
-        cond(0, SeccompCmpOp::Ne, inet[1])?,
-    ])?];
+    let mut rules = vec![vec![ne(0, inet[0]), ne(0, inet[1])]];
     for family in inet {
         // Any type but SOCK_STREAM (with its flags): UDP, raw, SCTP's seqpacket, and whatever
         // a later kernel maps a type number to.
-        let mut not_stream = vec![cond(0, SeccompCmpOp::Eq, family)?];
+        let mut not_stream = vec![eq(0, family)];
         for value in type_values(&[libc::SOCK_STREAM]) {
-            not_stream.push(cond(1, SeccompCmpOp::Ne, value)?);
+            not_stream.push(ne(1, value));
         }
-        rules.push(SeccompRule::new(not_stream)?);
+        rules.push(not_stream);
         // SOCK_STREAM with another protocol (SCTP, MPTCP) would not be a TCP socket for
         // Landlock's port rules.
-        rules.push(SeccompRule::new(vec![
-            cond(0, SeccompCmpOp::Eq, family)?,
-            cond(2, SeccompCmpOp::Ne, 0)?,
-            cond(2, SeccompCmpOp::Ne, libc::IPPROTO_TCP as u64)?,
-        ])?);
+        rules.push(vec![
+            eq(0, family),
+            ne(2, 0),
+            ne(2, libc::IPPROTO_TCP as u64),
+        ]);
     }
-    Ok(rules)
+    rules
 }
 
 /// `MSG_FASTOPEN` (uapi `linux/socket.h`; not in every libc).
@@ -619,7 +669,7 @@ const SET_ID_MODES: &[(libc::c_long, ModeArgs)] = &[
 
 /// Rules matching a call of [`SET_ID_MODES`] that asks for S_ISUID or S_ISGID. An open's mode is
 /// looked at only when it creates (otherwise the kernel ignores it, and libcs pass junk there).
-fn set_id_mode_rules(args: &ModeArgs) -> Result<Vec<SeccompRule>, SeccompError> {
+fn set_id_mode_rules(args: &ModeArgs) -> Vec<Rule> {
     // O_TMPFILE without its O_DIRECTORY part: the bit that makes the open create.
     let creating = [
         libc::O_CREAT as u64,
@@ -627,20 +677,17 @@ fn set_id_mode_rules(args: &ModeArgs) -> Result<Vec<SeccompRule>, SeccompError> 
     ];
     let mut rules = Vec::new();
     for bit in [libc::S_ISUID as u64, libc::S_ISGID as u64] {
-        let asks = cond(args.mode, SeccompCmpOp::MaskedEq(bit), bit)?;
+        let asks = has_bit(args.mode, bit);
         match args.open_flags {
-            None => rules.push(SeccompRule::new(vec![asks])?),
+            None => rules.push(vec![asks]),
             Some(at) => {
                 for flag in creating {
-                    rules.push(SeccompRule::new(vec![
-                        asks.clone(),
-                        cond(at, SeccompCmpOp::MaskedEq(flag), flag)?,
-                    ])?);
+                    rules.push(vec![asks, has_bit(at, flag)]);
                 }
             }
         }
     }
-    Ok(rules)
+    rules
 }
 
 fn to_libc(program: &BpfProgram) -> Vec<libc::sock_filter> {
@@ -771,13 +818,16 @@ mod tests {
         };
         for net in [off, tcp, connect, all] {
             let arch = TargetArch::x86_64;
-            let chains = chains(rules_for(&net).unwrap().0, arch).unwrap();
+            let rules = rules_for(&net).0;
+            let chains = chains(&rules, arch).unwrap();
             let plan = SeccompPlan::compile(&net).unwrap();
             assert_eq!(plan.programs.len(), 1, "one program on x86_64");
+            // The point of it: the kernel compiles every instruction at each attach.
             assert!(
-                plan.programs[0].len() < chains[0].len(),
-                "{}",
-                plan.programs[0].len()
+                plan.programs[0].len() * 2 < chains[0].len(),
+                "{} instructions, the chain {}",
+                plan.programs[0].len(),
+                chains[0].len()
             );
             for arch in [0xc000_003e, 0x4000_0003] {
                 for nr in (0..600).chain(X32_SYSCALL_BIT..X32_SYSCALL_BIT + 600) {
@@ -788,6 +838,39 @@ mod tests {
                             "nr {nr} arch {arch:#x} args {args:x?}"
                         );
                     }
+                }
+            }
+            // Each ruled syscall with arguments made of its rules' own constants, their
+            // neighbours and their high words: every test both holds and fails.
+            for (nr, list) in &rules {
+                let mut pool = vec![0, u64::MAX, 1 << 32];
+                for test in list.iter().flatten() {
+                    let (ArgOp::Eq(v) | ArgOp::Ne(v) | ArgOp::MaskedEq { value: v, .. }) = test.op;
+                    let mask = match test.op {
+                        ArgOp::MaskedEq { mask, .. } => mask,
+                        _ => v,
+                    };
+                    for x in [v, mask, v ^ 1, v.wrapping_add(1), v | 1 << 32, !mask] {
+                        if !pool.contains(&x) {
+                            pool.push(x);
+                        }
+                    }
+                }
+                let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ (*nr as u64);
+                let mut next = |n: usize| {
+                    // xorshift: the same arguments on every run.
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    (seed % n as u64) as usize
+                };
+                for _ in 0..3000 {
+                    let args: [u64; 6] = std::array::from_fn(|_| pool[next(pool.len())]);
+                    assert_eq!(
+                        answer(&plan.programs, *nr as u32, 0xc000_003e, args),
+                        answer(&chains, *nr as u32, 0xc000_003e, args),
+                        "nr {nr} args {args:x?}"
+                    );
                 }
             }
         }
