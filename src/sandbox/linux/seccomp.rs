@@ -157,9 +157,9 @@ type Rules = BTreeMap<i64, Vec<Rule>>;
 type Rule = Vec<ArgTest>;
 
 impl SeccompPlan {
-    /// Compile the filters for `net`: on x86_64 one program with a search in front
-    /// ([`dispatched`]), elsewhere (or if the search does not fit) the two chains seccompiler
-    /// builds.
+    /// Compile the filters for `net`: on x86_64 one program with a search in front and blocks
+    /// of argument tests behind it ([`dispatched`]), elsewhere (or if the search or a block does
+    /// not fit) the two chains seccompiler builds.
     pub fn compile(net: &NetRules) -> Result<Self, SeccompError> {
         let arch = TargetArch::try_from(std::env::consts::ARCH)
             .map_err(|_| SeccompError::UnsupportedArch(std::env::consts::ARCH))?;
