@@ -365,18 +365,20 @@ fn dispatched(rules: &Rules) -> Option<Vec<libc::sock_filter>> {
     let allow = libc::SECCOMP_RET_ALLOW;
     let mut leaves = Vec::with_capacity(rules.len() + ANSWERED_ENOSYS.len());
     let mut blocks: Vec<Vec<libc::sock_filter>> = Vec::new();
+    // The rules each block was written for: syscalls with the same rules (the chmod family,
+    // the `pid` checks) share one block.
+    let mut written: Vec<&Vec<Rule>> = Vec::new();
     for (nr, list) in rules {
         let number = u32::try_from(*nr).ok()?;
         if list.is_empty() {
             leaves.push((number, Leaf::Return(eperm)));
             continue;
         }
-        // Syscalls with the same tests share one block (the chmod family, the `pid` checks).
-        let block = rules_block(list, eperm, allow)?;
-        let index = match blocks.iter().position(|b| same_code(b, &block)) {
+        let index = match written.iter().position(|w| *w == list) {
             Some(index) => index,
             None => {
-                blocks.push(block);
+                blocks.push(rules_block(list, eperm, allow)?);
+                written.push(list);
                 blocks.len() - 1
             }
         };
@@ -402,13 +404,6 @@ fn dispatched(rules: &Rules) -> Option<Vec<libc::sock_filter>> {
         &blocks,
         allow,
     )
-}
-
-fn same_code(a: &[libc::sock_filter], b: &[libc::sock_filter]) -> bool {
-    a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .all(|(x, y)| (x.code, x.jt, x.jf, x.k) == (y.code, y.jt, y.jf, y.k))
 }
 
 /// Syscalls refused only for some arguments (for the report, a name saying which).
