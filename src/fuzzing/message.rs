@@ -27,6 +27,9 @@ pub fn run(data: &[u8]) {
     let _ = message::recover_id(content);
     if let Ok(text) = std::str::from_utf8(content) {
         scanner_agrees(text);
+        if let Err(why) = call::visited_reading_agrees(text) {
+            panic!("{why}");
+        }
     }
     let env = match message::parse_envelope(content) {
         Ok(env) => env,
@@ -57,7 +60,7 @@ pub fn run(data: &[u8]) {
         }
     }
     let duplicate = duplicate_key(params);
-    let request = match call::parse(kind, params) {
+    let request = match call::parse(kind, params, None) {
         Ok(r) => r,
         Err(_) => return,
     };

@@ -33,20 +33,47 @@ pub struct Scanned<'a> {
 /// The envelope of `text`, or `None` when the reference reader must decide (see the module
 /// docs).
 pub fn scan(text: &str) -> Option<Scanned<'_>> {
+    scan_visiting_params(text, |_, _| {}).map(|(found, _)| found)
+}
+
+/// [`scan`], handing each member of `params` to `visit` (its key and the raw text of its
+/// value, as [`members`] would) when `params` is an object, in the same walk: the second
+/// value says whether it did. The members are visited as they are walked, so a line the
+/// scanner then defers (`None`) may have visited some: its visits mean nothing.
+///
+/// Why: a `tools/call`'s params were walked again, member by member, right after the scan had
+/// walked them (~0.9 k instructions a call).
+pub fn scan_visiting_params<'a>(
+    text: &'a str,
+    mut visit: impl FnMut(&'a str, &'a str),
+) -> Option<(Scanned<'a>, bool)> {
+    let b = text.as_bytes();
     let mut found = Scanned::default();
     let mut seen = [false; 5];
-    members(text, |key, value| {
+    let mut visited = false;
+    let end = object_end(text, skip_ws(b, 0), |key, start| {
         let slot = match key {
             "id" => 0,
             "method" => 1,
             "params" => 2,
             "result" => 3,
             "error" => 4,
-            _ => return Some(()),
+            _ => return value_end(b, start),
         };
         if std::mem::replace(&mut seen[slot], true) {
             return None;
         }
+        let end = if slot == 2 && b.get(start) == Some(&b'{') {
+            visited = true;
+            object_end(text, start, |key, start| {
+                let end = value_end(b, start)?;
+                visit(key, &text[start..end]);
+                Some(end)
+            })?
+        } else {
+            value_end(b, start)?
+        };
+        let value = &text[start..end];
         let present = (value != "null").then_some(value);
         match slot {
             0 => found.id = present,
@@ -60,9 +87,9 @@ pub fn scan(text: &str) -> Option<Scanned<'_>> {
             3 => found.result = present,
             _ => found.error = present,
         }
-        Some(())
+        Some(end)
     })?;
-    Some(found)
+    (skip_ws(b, end) == b.len()).then_some((found, visited))
 }
 
 /// Walk the JSON object that is all of `text` (whitespace aside), checked all the way down,
@@ -74,42 +101,53 @@ pub fn members<'a>(
     mut each: impl FnMut(&'a str, &'a str) -> Option<()>,
 ) -> Option<()> {
     let b = text.as_bytes();
-    let mut i = skip_ws(b, 0);
+    let end = object_end(text, skip_ws(b, 0), |key, start| {
+        let end = value_end(b, start)?;
+        each(key, &text[start..end])?;
+        Some(end)
+    })?;
+    (skip_ws(b, end) == b.len()).then_some(())
+}
+
+/// The end of the object that starts at `i` (one past its `}`), each member's value walked by
+/// `walk`: given the member's key and where its value starts, it returns where the value
+/// ends, or `None` to give up. `None` as well for a key with an escape (its text is not the
+/// key) and for anything that is not an object.
+#[inline(always)]
+fn object_end<'a>(
+    text: &'a str,
+    mut i: usize,
+    mut walk: impl FnMut(&'a str, usize) -> Option<usize>,
+) -> Option<usize> {
+    let b = text.as_bytes();
     if b.get(i) != Some(&b'{') {
         return None;
     }
     i = skip_ws(b, i + 1);
     if b.get(i) == Some(&b'}') {
-        i += 1;
-    } else {
-        loop {
-            if b.get(i) != Some(&b'"') {
-                return None;
-            }
-            let (key_end, escaped) = string_end(b, i + 1)?;
-            if escaped {
-                return None;
-            }
-            let key = &text[i + 1..key_end - 1];
-            i = skip_ws(b, key_end);
-            if b.get(i) != Some(&b':') {
-                return None;
-            }
-            let start = skip_ws(b, i + 1);
-            let end = value_end(b, start)?;
-            each(key, &text[start..end])?;
-            i = skip_ws(b, end);
-            match b.get(i)? {
-                b',' => i = skip_ws(b, i + 1),
-                b'}' => {
-                    i += 1;
-                    break;
-                }
-                _ => return None,
-            }
+        return Some(i + 1);
+    }
+    loop {
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let (key_end, escaped) = string_end(b, i + 1)?;
+        if escaped {
+            return None;
+        }
+        let key = &text[i + 1..key_end - 1];
+        i = skip_ws(b, key_end);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        let end = walk(key, skip_ws(b, i + 1))?;
+        i = skip_ws(b, end);
+        match b.get(i)? {
+            b',' => i = skip_ws(b, i + 1),
+            b'}' => return Some(i + 1),
+            _ => return None,
         }
     }
-    (skip_ws(b, i) == b.len()).then_some(())
 }
 
 /// The text of a JSON string without escapes (`None` for any other value, or a string with

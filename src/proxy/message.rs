@@ -66,17 +66,24 @@ pub(crate) fn reference_envelope(text: &str) -> Result<Envelope<'_>, serde_json:
     serde_json::from_str::<Envelope<'_>>(text)
 }
 
-/// The envelope of a line that is valid UTF-8.
-fn read_envelope(text: &str) -> Result<Envelope<'_>, serde_json::Error> {
-    match super::envelope_scan::scan(text) {
-        Some(s) => Ok(Envelope {
-            id: s.id.map(RawJson),
-            method: s.method.map(Cow::Borrowed),
-            params: s.params.map(RawJson),
-            result: s.result.map(RawJson),
-            error: s.error.map(RawJson),
-        }),
-        None => reference_envelope(text),
+/// The envelope of a line that is valid UTF-8, and whether `visit` was handed every member of
+/// its `params` (see [`parse_envelope_visiting`]).
+fn read_envelope<'a>(
+    text: &'a str,
+    visit: impl FnMut(&'a str, &'a str),
+) -> Result<(Envelope<'a>, bool), serde_json::Error> {
+    match super::envelope_scan::scan_visiting_params(text, visit) {
+        Some((s, visited)) => Ok((
+            Envelope {
+                id: s.id.map(RawJson),
+                method: s.method.map(Cow::Borrowed),
+                params: s.params.map(RawJson),
+                result: s.result.map(RawJson),
+                error: s.error.map(RawJson),
+            },
+            visited,
+        )),
+        None => reference_envelope(text).map(|env| (env, false)),
     }
 }
 
@@ -108,6 +115,17 @@ const BATCH: &str = "JSON-RPC batches (arrays) are not part of MCP since 2025-06
 
 /// Read the envelope of one line, classifying failures as parse errors or invalid requests.
 pub fn parse_envelope(content: &[u8]) -> Result<Envelope<'_>, Malformed> {
+    parse_envelope_visiting(content, |_, _| {}).map(|(env, _)| env)
+}
+
+/// [`parse_envelope`], handing each member of `params` (its key, and its value's raw text) to
+/// `visit` in the same walk when `params` is an object. The second value says whether every
+/// member was handed over; when it is `false` (a line the one-pass scan left to the reference
+/// reader, or params that are not an object) the visits, if any, mean nothing.
+pub fn parse_envelope_visiting<'a>(
+    content: &'a [u8],
+    visit: impl FnMut(&'a str, &'a str),
+) -> Result<(Envelope<'a>, bool), Malformed> {
     // Serde reads a struct from an array too (its members in field order), so a batch would
     // parse as an envelope whose `id` is the first request: say what it is before that.
     let first = content.iter().find(|b| !b.is_ascii_whitespace()).copied();
@@ -117,11 +135,11 @@ pub fn parse_envelope(content: &[u8]) -> Result<Envelope<'_>, Malformed> {
     // One UTF-8 check of the whole line, then a parse that need not check each string again:
     // `from_slice` validates every key, string and raw value it meets on its own.
     let parsed = match std::str::from_utf8(content) {
-        Ok(text) => read_envelope(text).map_err(Some),
+        Ok(text) => read_envelope(text, visit).map_err(Some),
         Err(_) => Err(None),
     };
     match parsed {
-        Ok(env) => {
+        Ok((env, visited)) => {
             if let Some(id) = env.id {
                 let first = id.get().as_bytes().first().copied();
                 // JSON-RPC ids are strings, numbers or null; objects/arrays are refused so
@@ -132,7 +150,7 @@ pub fn parse_envelope(content: &[u8]) -> Result<Envelope<'_>, Malformed> {
                     ));
                 }
             }
-            Ok(env)
+            Ok((env, visited))
         }
         Err(err) => {
             if content.starts_with("\u{feff}".as_bytes()) {

@@ -36,10 +36,20 @@ pub(crate) enum Unjudgeable {
     Malformed(String),
 }
 
-/// Parse `params_text` (the raw `params`, `{}` when absent) of a request of `kind`.
-pub(crate) fn parse(kind: Kind, params_text: &str) -> Result<CheckedRequest, Unjudgeable> {
+/// Parse `params_text` (the raw `params`, `{}` when absent) of a request of `kind`. `plain` is
+/// what the envelope scan already read of the params' members, when it could (see
+/// [`PlainParams`]).
+pub(crate) fn parse(
+    kind: Kind,
+    params_text: &str,
+    plain: Option<PlainParams<'_>>,
+) -> Result<CheckedRequest, Unjudgeable> {
     if kind == Kind::ToolsCall {
-        if let Some(request) = plain_tool_call(params_text) {
+        let request = match plain {
+            Some(plain) => plain.request(),
+            None => plain_tool_call(params_text),
+        };
+        if let Some(request) = request {
             return Ok(request);
         }
     }
@@ -49,6 +59,76 @@ pub(crate) fn parse(kind: Kind, params_text: &str) -> Result<CheckedRequest, Unj
 /// Most keys a `tools/call`'s params may have for [`plain_tool_call`] to read it.
 const MAX_PLAIN_MEMBERS: usize = 16;
 
+/// The members of a `tools/call`'s params that [`plain_tool_call`] reads, gathered one at a
+/// time: by the envelope scan as it walks the line
+/// (`envelope_scan::scan_visiting_params`), or by walking the params again.
+#[derive(Debug, Default)]
+pub(crate) struct PlainParams<'a> {
+    keys: [&'a str; MAX_PLAIN_MEMBERS],
+    count: usize,
+    name: Option<&'a str>,
+    arguments: Option<&'a str>,
+    meta: Option<&'a str>,
+    /// Something [`plain_tool_call`] leaves to [`parse_whole`] was met.
+    unusual: bool,
+}
+
+impl<'a> PlainParams<'a> {
+    /// One member of the params, in the order they are written.
+    pub(crate) fn visit(&mut self, key: &'a str, value: &'a str) {
+        if !self.unusual && self.take(key, value).is_none() {
+            self.unusual = true;
+        }
+    }
+
+    fn take(&mut self, key: &'a str, value: &'a str) -> Option<()> {
+        if self.count == MAX_PLAIN_MEMBERS || self.keys[..self.count].contains(&key) {
+            return None;
+        }
+        self.keys[self.count] = key;
+        self.count += 1;
+        match key {
+            "name" => self.name = Some(envelope_scan::plain_string(value)?),
+            "arguments" => self.arguments = Some(value),
+            "_meta" => self.meta = Some(value),
+            _ if !plain_scalar(value) => return None,
+            _ => {}
+        }
+        Some(())
+    }
+
+    /// The request the visited members make (see [`plain_tool_call`]).
+    fn request(self) -> Option<CheckedRequest> {
+        if self.unusual {
+            return None;
+        }
+        let name = self.name?;
+        let arguments = match self.arguments {
+            None | Some("null") => json!({}),
+            Some(raw) if raw.starts_with('{') => match flat_arguments(raw) {
+                Some(arguments) => arguments,
+                None => message::parse_params(raw).ok()?,
+            },
+            Some(_) => return None,
+        };
+        let meta = match self.meta {
+            Some(raw) => Some(message::parse_params(raw).ok()?),
+            None => None,
+        };
+        let stateless = meta
+            .as_ref()
+            .is_some_and(super::super::era::meta_is_stateless);
+        Some(CheckedRequest {
+            what: Checked::Tool {
+                name: name.to_string(),
+                arguments,
+            },
+            stateless,
+            meta,
+        })
+    }
+}
+
 /// An ordinary `tools/call` read without a `Value` for its params: only `arguments` (and a
 /// `_meta`, if there is one) are parsed, the rest is looked at where it lies. `None` sends
 /// the params to [`parse_whole`], which decides and words every refusal: anything unusual (a
@@ -56,48 +136,12 @@ const MAX_PLAIN_MEMBERS: usize = 16;
 /// are not an object, another member that is not a [`plain_scalar`]) and anything it would
 /// refuse.
 fn plain_tool_call(params_text: &str) -> Option<CheckedRequest> {
-    let mut keys = [""; MAX_PLAIN_MEMBERS];
-    let mut count = 0;
-    let (mut name, mut arguments, mut meta) = (None, None, None);
+    let mut plain = PlainParams::default();
     envelope_scan::members(params_text, |key, value| {
-        if count == MAX_PLAIN_MEMBERS || keys[..count].contains(&key) {
-            return None;
-        }
-        keys[count] = key;
-        count += 1;
-        match key {
-            "name" => name = Some(envelope_scan::plain_string(value)?),
-            "arguments" => arguments = Some(value),
-            "_meta" => meta = Some(value),
-            _ if !plain_scalar(value) => return None,
-            _ => {}
-        }
+        plain.visit(key, value);
         Some(())
     })?;
-    let name = name?;
-    let arguments = match arguments {
-        None | Some("null") => json!({}),
-        Some(raw) if raw.starts_with('{') => match flat_arguments(raw) {
-            Some(arguments) => arguments,
-            None => message::parse_params(raw).ok()?,
-        },
-        Some(_) => return None,
-    };
-    let meta = match meta {
-        Some(raw) => Some(message::parse_params(raw).ok()?),
-        None => None,
-    };
-    let stateless = meta
-        .as_ref()
-        .is_some_and(super::super::era::meta_is_stateless);
-    Some(CheckedRequest {
-        what: Checked::Tool {
-            name: name.to_string(),
-            arguments,
-        },
-        stateless,
-        meta,
-    })
+    plain.request()
 }
 
 /// Most members [`flat_arguments`] builds an object of; a longer list goes to serde.
@@ -161,6 +205,37 @@ pub(crate) fn plain_reading_agrees(params: &str) -> Result<(), String> {
         Err(format!(
             "params {params:?}: read without a Value as {fast}, whole as {whole}"
         ))
+    }
+}
+
+/// Whether the members of `line`'s params, as the envelope scan hands them over while it walks
+/// the line, read as walking the scanned params again reads them (`Err` with both readings when
+/// not). For the tests and the `message` fuzz target.
+pub(crate) fn visited_reading_agrees(line: &str) -> Result<(), String> {
+    let mut plain = PlainParams::default();
+    let Some((scanned, visited)) =
+        envelope_scan::scan_visiting_params(line, |key, value| plain.visit(key, value))
+    else {
+        return Ok(());
+    };
+    let object = scanned.params.filter(|p| p.starts_with('{'));
+    match object {
+        Some(params) if visited => {
+            let seen = format!("{:?}", plain.request());
+            let again = format!("{:?}", plain_tool_call(params));
+            if seen == again {
+                Ok(())
+            } else {
+                Err(format!(
+                    "line {line:?}: params read from the scan's visits as {seen}, walked again as {again}"
+                ))
+            }
+        }
+        None if !visited => Ok(()),
+        _ => Err(format!(
+            "line {line:?}: params {:?}, but the scan says it visited them: {visited}",
+            scanned.params
+        )),
     }
 }
 
@@ -229,29 +304,29 @@ mod tests {
 
     #[test]
     fn reads_a_call_once_and_says_why_it_cannot() {
-        let r = parse(Kind::ToolsCall, r#"{"name":"t"}"#).unwrap();
+        let r = parse_both(Kind::ToolsCall, r#"{"name":"t"}"#).unwrap();
         assert!(matches!(r.what, Checked::Tool { ref arguments, .. } if arguments == &json!({})));
         assert!(!r.stateless);
-        let r = parse(
+        let r = parse_both(
             Kind::ToolsCall,
             r#"{"name":"t","arguments":null,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
         )
         .unwrap();
         assert!(r.stateless);
         assert!(matches!(
-            parse(Kind::ToolsCall, r#"{"name":"t","arguments":[1]}"#),
+            parse_both(Kind::ToolsCall, r#"{"name":"t","arguments":[1]}"#),
             Err(Unjudgeable::Params(_))
         ));
         assert!(matches!(
-            parse(Kind::ToolsCall, r#"{"name":"t","name":"u"}"#),
+            parse_both(Kind::ToolsCall, r#"{"name":"t","name":"u"}"#),
             Err(Unjudgeable::Params(_))
         ));
         assert!(matches!(
-            parse(Kind::ToolsCall, r#"[1"#),
+            parse_both(Kind::ToolsCall, r#"[1"#),
             Err(Unjudgeable::Malformed(_))
         ));
         assert!(matches!(
-            parse(Kind::ResourcesRead, r#"{"uri":"FILE:///x"}"#)
+            parse_both(Kind::ResourcesRead, r#"{"uri":"FILE:///x"}"#)
                 .unwrap()
                 .what,
             Checked::FileRead { .. }
@@ -259,25 +334,45 @@ mod tests {
         // What the server's URL parser reads as `file:` is checked as a file read.
         for uri in [r#"" file:///x""#, r#""fi\tle:///x""#, r#""\u0001FILE:/x""#] {
             assert!(matches!(
-                parse(Kind::ResourcesRead, &format!(r#"{{"uri":{uri}}}"#))
+                parse_both(Kind::ResourcesRead, &format!(r#"{{"uri":{uri}}}"#))
                     .unwrap()
                     .what,
                 Checked::FileRead { .. }
             ));
         }
         assert!(matches!(
-            parse(Kind::ResourcesRead, r#"{"uri":"mem://x"}"#)
+            parse_both(Kind::ResourcesRead, r#"{"uri":"mem://x"}"#)
                 .unwrap()
                 .what,
             Checked::OtherResource
         ));
     }
 
-    /// The fast reading either defers or is exactly the whole one.
+    /// The fast reading either defers or is exactly the whole one, and the params' members as
+    /// the envelope scan visits them read as the params themselves.
     fn agrees(params: &str) {
         if let Err(why) = plain_reading_agrees(params) {
             panic!("{why}");
         }
+        let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#);
+        if let Err(why) = visited_reading_agrees(&line) {
+            panic!("{why}");
+        }
+    }
+
+    /// [`parse`] as the router calls it, with the members the envelope scan visited, and with
+    /// none: the two give the same answer, which is returned.
+    fn parse_both(kind: Kind, params: &str) -> Result<CheckedRequest, Unjudgeable> {
+        let alone = parse(kind, params, None);
+        let line = format!(r#"{{"id":1,"method":"m","params":{params}}}"#);
+        let mut plain = PlainParams::default();
+        if let Some((_, true)) =
+            envelope_scan::scan_visiting_params(&line, |key, value| plain.visit(key, value))
+        {
+            let visited = parse(kind, params, Some(plain));
+            assert_eq!(format!("{visited:?}"), format!("{alone:?}"), "{params}");
+        }
+        alone
     }
 
     #[test]

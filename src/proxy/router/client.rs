@@ -122,14 +122,17 @@ impl Router {
             }
         }
         let content = Frame::content(&line);
-        let env = match message::parse_envelope(content) {
-            Ok(env) => env,
-            Err(bad) => {
-                // Fail closed, but answer the request's own id when it can be read.
-                self.refuse_malformed(&bad, message::recover_id(content).as_deref());
-                return;
-            }
-        };
+        // A `tools/call`'s params are read as the envelope's walk passes them (see `call`).
+        let mut plain = call::PlainParams::default();
+        let (env, visited) =
+            match message::parse_envelope_visiting(content, |key, value| plain.visit(key, value)) {
+                Ok(read) => read,
+                Err(bad) => {
+                    // Fail closed, but answer the request's own id when it can be read.
+                    self.refuse_malformed(&bad, message::recover_id(content).as_deref());
+                    return;
+                }
+            };
         let raw_id = env.id.map(|id| id.get());
         let Some(method) = env.method.as_deref() else {
             // A response to a server→client request (roots/list, sampling, elicitation).
@@ -257,7 +260,8 @@ impl Router {
         }
         match kind {
             Kind::ToolsCall | Kind::ResourcesRead => {
-                self.on_checked_request(line.clone(), &env, kind, id, child);
+                let plain = visited.then_some(plain);
+                self.on_checked_request(line.clone(), &env, plain, kind, id, child);
             }
             _ => {
                 if kind == Kind::Initialize {
@@ -333,6 +337,7 @@ impl Router {
         &mut self,
         line: Bytes,
         env: &Envelope<'_>,
+        plain: Option<call::PlainParams<'_>>,
         kind: Kind,
         id: Option<RequestId>,
         child: &mut ServerChild,
@@ -360,7 +365,7 @@ impl Router {
             }
             return;
         }
-        let request = match call::parse(kind, env.params.map(|p| p.get()).unwrap_or("{}")) {
+        let request = match call::parse(kind, env.params.map(|p| p.get()).unwrap_or("{}"), plain) {
             Ok(mut request) => {
                 if !self.saw_initialize {
                     if let Some(meta) = request.meta.take() {
