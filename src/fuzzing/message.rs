@@ -4,7 +4,8 @@
 //!
 //! Invariants: nothing panics; the one-pass envelope scanner either defers a line or reads it
 //! exactly as serde_json does; an ordinary `tools/call`'s params read without a `Value`
-//! (`call::plain_reading_agrees`) are read exactly as the whole reading does; a line that is
+//! (`call::plain_reading_agrees`) are read exactly as the whole reading does, and flat arguments
+//! read where they lie are judged exactly as their `Value` is; a line that is
 //! not a JSON object is refused with -32700 or -32600; params with a duplicate key are never judged (the server could read the other
 //! value); a call the check allows has every path argument resolved inside the scope for the
 //! access its tool needs; the proxy's own answers (errors, denials) are valid JSON-RPC lines
@@ -14,10 +15,10 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::policy::{Access, ResolveContext, Scope, ScopeEntry, ScopeSource, ToolInfo};
+use crate::policy::{Access, Arguments, ResolveContext, Scope, ScopeEntry, ScopeSource, ToolInfo};
 use crate::proxy::check::check_tool_call;
 use crate::proxy::message::{self, code};
-use crate::proxy::router::call::{self, Checked};
+use crate::proxy::router::call::{self, Checked, ToolArguments};
 use crate::proxy::router::Kind;
 
 use super::NOWHERE;
@@ -73,11 +74,23 @@ pub fn run(data: &[u8]) {
         Checked::Tool { arguments, .. } => {
             // Learned from the call itself: a schema for its own argument names, so the schema
             // paths are exercised too. Read-only when the first argument name is short.
-            let tool = learned_tool(&arguments);
+            let value = arguments.view().to_value();
+            let tool = learned_tool(&value);
             for tool in [None, tool.as_ref()] {
                 for kernel_stops_writes in [false, true] {
-                    let verdict =
-                        check_tool_call(&scope, &ctx, tool, false, kernel_stops_writes, &arguments);
+                    let check = |arguments| {
+                        check_tool_call(&scope, &ctx, tool, false, kernel_stops_writes, arguments)
+                    };
+                    let verdict = check(arguments.view());
+                    // Flat arguments, read where they lie, are judged as their `Value` is.
+                    if let ToolArguments::Flat(_) = arguments {
+                        let by_value = check(Arguments::Value(&value));
+                        assert_eq!(
+                            format!("{verdict:?}"),
+                            format!("{by_value:?}"),
+                            "flat arguments judged apart from their value: {params}"
+                        );
+                    }
                     check_verdict(&scope, &verdict, kernel_stops_writes, raw_id.as_deref());
                 }
             }

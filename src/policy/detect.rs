@@ -23,6 +23,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
+use super::arguments::{Arguments, FlatArguments};
 use super::file_url::is_file_url;
 
 /// Deepest schema nesting walked (and `$ref` hops counted in it).
@@ -513,23 +514,38 @@ pub enum ArgsTooComplex {
 ///
 /// If the arguments exceed the caps this returns what it found up to the cap; use
 /// [`scan_arguments`] to learn that and refuse the call instead.
-pub fn find_path_arguments(tool: Option<&ToolInfo>, args: &Value) -> Vec<PathArgument> {
-    scan(tool, args).0
+pub fn find_path_arguments<'a>(
+    tool: Option<&ToolInfo>,
+    args: impl Into<Arguments<'a>>,
+) -> Vec<PathArgument> {
+    scan(tool, args.into()).0
 }
 
 /// [`find_path_arguments`] that fails when a cap (depth [`MAX_ARG_DEPTH`], values
 /// [`MAX_ARG_NODES`], path strings [`MAX_PATH_ARGS`]) is hit, so nothing is left unchecked.
-pub fn scan_arguments(
+pub fn scan_arguments<'a>(
     tool: Option<&ToolInfo>,
-    args: &Value,
+    args: impl Into<Arguments<'a>>,
 ) -> Result<Vec<PathArgument>, ArgsTooComplex> {
-    match scan(tool, args) {
+    match scan(tool, args.into()) {
         (found, None) => Ok(found),
         (_, Some(err)) => Err(err),
     }
 }
 
-fn scan(tool: Option<&ToolInfo>, args: &Value) -> (Vec<PathArgument>, Option<ArgsTooComplex>) {
+/// One value of the arguments, in either form.
+#[derive(Clone, Copy)]
+enum Node<'a> {
+    Value(&'a Value),
+    Flat(&'a FlatArguments<'a>),
+    Text(&'a str),
+    Scalar,
+}
+
+fn scan(
+    tool: Option<&ToolInfo>,
+    args: Arguments<'_>,
+) -> (Vec<PathArgument>, Option<ArgsTooComplex>) {
     let patterns: Vec<(&str, bool)> = tool
         .map(|t| {
             t.path_args
@@ -544,7 +560,11 @@ fn scan(tool: Option<&ToolInfo>, args: &Value) -> (Vec<PathArgument>, Option<Arg
     let mut found: Vec<PathArgument> = Vec::new();
     let mut seen: HashSet<(String, String)> = HashSet::new();
     // (pointer segments, value, how an enclosing array was schema-marked)
-    let mut stack: Vec<(Vec<Segment<'_>>, &Value, Mark)> = vec![(Vec::new(), args, Mark::None)];
+    let root = match args {
+        Arguments::Value(value) => Node::Value(value),
+        Arguments::Flat(flat) => Node::Flat(flat),
+    };
+    let mut stack: Vec<(Vec<Segment<'_>>, Node<'_>, Mark)> = vec![(Vec::new(), root, Mark::None)];
     let mut nodes = 0usize;
 
     while let Some((segments, value, inherited)) = stack.pop() {
@@ -570,12 +590,16 @@ fn scan(tool: Option<&ToolInfo>, args: &Value) -> (Vec<PathArgument>, Option<Arg
                 marked = marked.max(if *weak { Mark::Weak } else { Mark::Strong });
             }
         }
-        match value {
-            Value::String(s) => {
+        let node = match value {
+            Node::Value(Value::String(s)) => Node::Text(s),
+            other => other,
+        };
+        match node {
+            Node::Text(s) => {
                 let here = |list: &[String]| list.iter().any(|p| pattern_matches(p, &segments));
-                let declared_word = literals
-                    .iter()
-                    .any(|(p, words)| pattern_matches(p, &segments) && words.contains(s));
+                let declared_word = literals.iter().any(|(p, words)| {
+                    pattern_matches(p, &segments) && words.iter().any(|w| w == s)
+                });
                 // The server's own vocabulary, or data by its schema: not a name of a file.
                 // Prose in a free-text field (it has whitespace) is not one either.
                 let prose = here(text) && s.contains(char::is_whitespace);
@@ -621,22 +645,29 @@ fn scan(tool: Option<&ToolInfo>, args: &Value) -> (Vec<PathArgument>, Option<Arg
                     );
                 }
             }
-            Value::Array(items) => {
+            Node::Value(Value::Array(items)) => {
                 for (i, item) in items.iter().enumerate().rev() {
                     let mut child = segments.clone();
                     child.push(Segment::Index(i));
-                    stack.push((child, item, marked));
+                    stack.push((child, Node::Value(item), marked));
                 }
             }
-            Value::Object(map) => {
+            Node::Value(Value::Object(map)) => {
                 for (k, v) in map.iter().rev() {
                     let mut child = segments.clone();
                     child.push(Segment::Key(k));
                     // A marked array of objects does not mark the objects' fields.
-                    stack.push((child, v, Mark::None));
+                    stack.push((child, Node::Value(v), Mark::None));
                 }
             }
-            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+            Node::Flat(flat) => {
+                for (k, text) in flat.strings().rev() {
+                    let mut child = segments.clone();
+                    child.push(Segment::Key(k));
+                    stack.push((child, text.map_or(Node::Scalar, Node::Text), Mark::None));
+                }
+            }
+            Node::Value(_) | Node::Scalar => {}
         }
     }
     (found, None)
@@ -658,14 +689,28 @@ const BASE_WORDS: &[&str] = &[
 /// The value of the path-typed sibling that `pointer`'s argument is relative to, when the
 /// enclosing object has one (`repo_path`, `cwd`, `root`, `base_dir`, `project_dir`…). The
 /// argument itself is never its own base.
-pub fn base_argument<'a>(args: &'a Value, pointer: &str) -> Option<&'a str> {
+pub fn base_argument<'a>(args: impl Into<Arguments<'a>>, pointer: &str) -> Option<&'a str> {
     let segments: Vec<String> = pointer
         .split('/')
         .skip(1)
         .map(|s| s.replace("~1", "/").replace("~0", "~"))
         .collect();
+    let value = match args.into() {
+        Arguments::Value(value) => value,
+        Arguments::Flat(flat) => {
+            // Every value of flat arguments is a scalar: only a top-level member has a base.
+            let [own] = segments.as_slice() else {
+                return None;
+            };
+            flat.strings().find(|(k, _)| k == own)?;
+            return flat
+                .strings()
+                .find(|(k, _)| k != own && is_base_name(k))
+                .and_then(|(_, text)| text);
+        }
+    };
     // The deepest object on the way, and the key taken out of it.
-    let mut node = args;
+    let mut node = value;
     let mut nearest: Option<(&Map<String, Value>, &str)> = None;
     for seg in &segments {
         match node {
@@ -679,13 +724,14 @@ pub fn base_argument<'a>(args: &'a Value, pointer: &str) -> Option<&'a str> {
     }
     let (map, own) = nearest?;
     map.iter()
-        .filter(|(k, _)| k.as_str() != own)
-        .find(|(k, _)| {
-            let ws = words(k);
-            ws.iter().any(|w| BASE_WORDS.contains(&w.as_str()))
-                || matches!(k.as_str(), "dir" | "directory" | "working_directory")
-        })
+        .find(|(k, _)| k.as_str() != own && is_base_name(k))
         .and_then(|(_, v)| v.as_str())
+}
+
+/// An argument name that says "the directory the other paths are relative to".
+fn is_base_name(name: &str) -> bool {
+    words(name).iter().any(|w| BASE_WORDS.contains(&w.as_str()))
+        || matches!(name, "dir" | "directory" | "working_directory")
 }
 
 /// `main`, `HEAD`, `feature_x-2`: no dot, slash, backslash, `~` or `$`.

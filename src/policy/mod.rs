@@ -8,6 +8,8 @@
 //! * [`resolve`] — the one path-resolution function everything uses (`file://`, `~`, relative,
 //!   symlinks, not-yet-existing targets, `..`, NUL).
 //! * [`file_url`] — `file:` URLs read as servers' WHATWG parsers read them.
+//! * [`arguments`] — a call's arguments as the checks read them (a `Value`, or flat members
+//!   borrowed from the line).
 //! * [`detect`] — which tool arguments carry paths (schema names, `format`, value heuristics).
 //! * [`scope`] — the Scope type and its allow/deny checks.
 //! * [`command`] — the server command line, parsed once (launcher, script, package, args).
@@ -21,6 +23,7 @@
 //! This module must not do I/O beyond filesystem metadata needed to canonicalize paths,
 //! reading policy files and reading/writing pin files; it never spawns processes or talks MCP.
 
+pub mod arguments;
 pub mod check;
 pub mod command;
 pub mod deny;
@@ -36,6 +39,7 @@ pub mod resolve;
 pub mod scope;
 pub mod xdg;
 
+pub use arguments::{Arguments, FlatArguments};
 pub use check::{access_for, check_argument, check_argument_with, ArgumentDenial};
 pub use command::{package_name, Launcher, Runner, ServerCommand};
 pub use deny::{is_protected_name, CLIENT_CONFIGS, PROTECTED, PROTECTED_NAMES};

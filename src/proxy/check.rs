@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use crate::policy::{
-    access_for, check_argument_with, scan_arguments, Access, ArgumentDenial, DenyReason, Detection,
-    PathArgument, ResolveContext, Scope, ToolInfo,
+    access_for, check_argument_with, scan_arguments, Access, ArgumentDenial, Arguments, DenyReason,
+    Detection, PathArgument, ResolveContext, Scope, ToolInfo,
 };
 
 /// One path the call would touch.
@@ -63,14 +63,15 @@ impl Verdict {
 /// if the tool only reads it, that works; if it writes, the kernel refuses the write, and the
 /// refusal is explained in the result. Without that guarantee (`--no-jail`, a partially
 /// enforced jail) the proxy is the only layer and keeps asking for write scope.
-pub fn check_tool_call(
+pub fn check_tool_call<'a>(
     scope: &Scope,
     ctx: &ResolveContext,
     tool: Option<&ToolInfo>,
     forced_read_only: bool,
     kernel_stops_writes: bool,
-    arguments: &Value,
+    arguments: impl Into<Arguments<'a>>,
 ) -> Verdict {
+    let arguments = arguments.into();
     // A read-only tool only ever gets read scope; any other tool may write through any path
     // argument it has (the schema does not say which ones it only reads), so it needs write
     // scope for each. The rule lives in the policy module so every checker applies it alike.

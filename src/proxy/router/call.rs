@@ -1,26 +1,49 @@
 //! One parse of a checked request's `params` (`tools/call`, `resources/read`): what the
 //! checks need, read once, or why it cannot be judged.
 
-use serde_json::{json, Value};
+use std::borrow::Cow;
+
+use serde_json::Value;
 
 use super::super::{envelope_scan, message};
 use super::Kind;
+use crate::policy::{Arguments, FlatArguments};
 
-/// What a checked request asks for.
+/// What a checked request asks for, borrowing from its line where it can.
 #[derive(Debug)]
-pub(crate) enum Checked {
+pub(crate) enum Checked<'a> {
     /// `tools/call`: a tool and its arguments (an object; absent or `null` is `{}`).
-    Tool { name: String, arguments: Value },
+    Tool {
+        name: Cow<'a, str>,
+        arguments: ToolArguments<'a>,
+    },
     /// `resources/read` of a `file:` URI (as WHATWG URL parsers read it).
     FileRead { uri: String },
     /// `resources/read` of any other URI: nothing for the proxy to check.
     OtherResource,
 }
 
+/// A `tools/call`'s arguments: flat ones as they lie in the line, any other as a `Value`.
+#[derive(Debug)]
+pub(crate) enum ToolArguments<'a> {
+    Flat(FlatArguments<'a>),
+    Value(Value),
+}
+
+impl ToolArguments<'_> {
+    /// For the checks, which walk either form alike.
+    pub(crate) fn view(&self) -> Arguments<'_> {
+        match self {
+            ToolArguments::Flat(flat) => Arguments::Flat(flat),
+            ToolArguments::Value(value) => Arguments::Value(value),
+        }
+    }
+}
+
 /// A parsed checked request.
 #[derive(Debug)]
-pub(crate) struct CheckedRequest {
-    pub what: Checked,
+pub(crate) struct CheckedRequest<'a> {
+    pub what: Checked<'a>,
     /// A 2026-07-28 request: the proxy's own answers carry `resultType`.
     pub stateless: bool,
     /// Its `params._meta` (for the proxy's own requests in that era).
@@ -39,11 +62,11 @@ pub(crate) enum Unjudgeable {
 /// Parse `params_text` (the raw `params`, `{}` when absent) of a request of `kind`. `plain` is
 /// what the envelope scan already read of the params' members, when it could (see
 /// [`PlainParams`]).
-pub(crate) fn parse(
+pub(crate) fn parse<'a>(
     kind: Kind,
-    params_text: &str,
-    plain: Option<PlainParams<'_>>,
-) -> Result<CheckedRequest, Unjudgeable> {
+    params_text: &'a str,
+    plain: Option<PlainParams<'a>>,
+) -> Result<CheckedRequest<'a>, Unjudgeable> {
     if kind == Kind::ToolsCall {
         let request = match plain {
             Some(plain) => plain.request(),
@@ -98,16 +121,16 @@ impl<'a> PlainParams<'a> {
     }
 
     /// The request the visited members make (see [`plain_tool_call`]).
-    fn request(self) -> Option<CheckedRequest> {
+    fn request(self) -> Option<CheckedRequest<'a>> {
         if self.unusual {
             return None;
         }
         let name = self.name?;
         let arguments = match self.arguments {
-            None | Some("null") => json!({}),
+            None | Some("null") => ToolArguments::Flat(FlatArguments::default()),
             Some(raw) if raw.starts_with('{') => match flat_arguments(raw) {
-                Some(arguments) => arguments,
-                None => message::parse_params(raw).ok()?,
+                Some(flat) => ToolArguments::Flat(flat),
+                None => ToolArguments::Value(message::parse_params(raw).ok()?),
             },
             Some(_) => return None,
         };
@@ -120,7 +143,7 @@ impl<'a> PlainParams<'a> {
             .is_some_and(super::super::era::meta_is_stateless);
         Some(CheckedRequest {
             what: Checked::Tool {
-                name: name.to_string(),
+                name: Cow::Borrowed(name),
                 arguments,
             },
             stateless,
@@ -135,7 +158,7 @@ impl<'a> PlainParams<'a> {
 /// key given twice or with an escape, a `name` that is not a plain string, `arguments` that
 /// are not an object, another member that is not a [`plain_scalar`]) and anything it would
 /// refuse.
-fn plain_tool_call(params_text: &str) -> Option<CheckedRequest> {
+fn plain_tool_call(params_text: &str) -> Option<CheckedRequest<'_>> {
     let mut plain = PlainParams::default();
     envelope_scan::members(params_text, |key, value| {
         plain.visit(key, value);
@@ -144,35 +167,15 @@ fn plain_tool_call(params_text: &str) -> Option<CheckedRequest> {
     plain.request()
 }
 
-/// Most members [`flat_arguments`] builds an object of; a longer list goes to serde.
-const MAX_FLAT_MEMBERS: usize = 32;
-
-/// `arguments` whose members are all strings without escapes, `true`, `false`, `null` or
-/// integers of at most 18 digits (not `-0`, which serde reads as a float), built straight into
-/// a `Value` from the scan's pieces: serde's whole machinery (and the lone-surrogate pass, which
-/// has nothing to repair without escapes) cost ~1.2 k instructions for an ordinary call's
-/// `{"text":"hello"}`. `None` for anything else (a nested value, a key given twice, an escape),
-/// which serde reads; `plain_reading_agrees` holds the two readings equal.
-fn flat_arguments(raw: &str) -> Option<Value> {
-    let mut object = serde_json::Map::new();
-    let mut count = 0;
-    envelope_scan::members(raw, |key, value| {
-        count += 1;
-        let value = match value.as_bytes().first()? {
-            b'"' => Value::String(envelope_scan::plain_string(value)?.to_owned()),
-            b't' => Value::Bool(true),
-            b'f' => Value::Bool(false),
-            b'n' => Value::Null,
-            b'-' if value.len() <= 19 && value != "-0" => Value::from(value.parse::<i64>().ok()?),
-            b'0'..=b'9' if value.len() <= 18 => Value::from(value.parse::<u64>().ok()?),
-            _ => return None,
-        };
-        if count > MAX_FLAT_MEMBERS || object.insert(key.to_owned(), value).is_some() {
-            return None;
-        }
-        Some(())
-    })?;
-    Some(Value::Object(object))
+/// `arguments` that are flat (see [`FlatArguments`]), read where they lie: serde's whole
+/// machinery (and the lone-surrogate pass, which has nothing to repair without escapes) cost
+/// ~1.2 k instructions for an ordinary call's `{"text":"hello"}`, and a `Value` of it ~1.1 k
+/// to build and drop. `None` for anything else (a nested value, a key given twice, an
+/// escape), which serde reads; `plain_reading_agrees` holds the two readings equal.
+fn flat_arguments(raw: &str) -> Option<FlatArguments<'_>> {
+    let mut flat = FlatArguments::default();
+    envelope_scan::members(raw, |key, value| flat.push(key, value).then_some(()))?;
+    flat.sorted()
 }
 
 /// A member value the whole reading is sure to take as it is: a string (its escapes were
@@ -197,14 +200,30 @@ pub(crate) fn plain_reading_agrees(params: &str) -> Result<(), String> {
     let Some(fast) = plain_tool_call(params) else {
         return Ok(());
     };
-    let fast = format!("Ok({fast:?})");
-    let whole = format!("{:?}", parse_whole(Kind::ToolsCall, params));
+    let fast = shown(&Ok(fast));
+    let whole = shown(&parse_whole(Kind::ToolsCall, params));
     if fast == whole {
         Ok(())
     } else {
         Err(format!(
             "params {params:?}: read without a Value as {fast}, whole as {whole}"
         ))
+    }
+}
+
+/// A reading as [`plain_reading_agrees`] compares it: the arguments as a `Value`, whichever
+/// form they were read in.
+fn shown(reading: &Result<CheckedRequest<'_>, Unjudgeable>) -> String {
+    match reading {
+        Ok(CheckedRequest {
+            what: Checked::Tool { name, arguments },
+            stateless,
+            meta,
+        }) => format!(
+            "Ok(Tool {{ name: {name:?}, arguments: {:?}, stateless: {stateless}, meta: {meta:?} }})",
+            arguments.view().to_value()
+        ),
+        other => format!("{other:?}"),
     }
 }
 
@@ -240,7 +259,7 @@ pub(crate) fn visited_reading_agrees(line: &str) -> Result<(), String> {
 }
 
 /// [`parse`] by way of one `Value` for all of `params_text`.
-fn parse_whole(kind: Kind, params_text: &str) -> Result<CheckedRequest, Unjudgeable> {
+fn parse_whole(kind: Kind, params_text: &str) -> Result<CheckedRequest<'static>, Unjudgeable> {
     // Two equal keys could be read one way here and another way by the server.
     let mut params: Value = match message::parse_params(params_text) {
         Ok(v) => v,
@@ -267,7 +286,7 @@ fn parse_whole(kind: Kind, params_text: &str) -> Result<CheckedRequest, Unjudgea
         };
         // Moved out, not cloned: `params` is not looked at again.
         let arguments = match params.get_mut("arguments").map(Value::take) {
-            None | Some(Value::Null) => json!({}),
+            None | Some(Value::Null) => Value::Object(serde_json::Map::new()),
             Some(a) if a.is_object() => a,
             Some(_) => {
                 return Err(Unjudgeable::Params(
@@ -275,7 +294,10 @@ fn parse_whole(kind: Kind, params_text: &str) -> Result<CheckedRequest, Unjudgea
                 ))
             }
         };
-        Checked::Tool { name, arguments }
+        Checked::Tool {
+            name: Cow::Owned(name),
+            arguments: ToolArguments::Value(arguments),
+        }
     } else {
         let Some(uri) = params.get("uri").and_then(Value::as_str) else {
             return Err(Unjudgeable::Params(
@@ -305,7 +327,9 @@ mod tests {
     #[test]
     fn reads_a_call_once_and_says_why_it_cannot() {
         let r = parse_both(Kind::ToolsCall, r#"{"name":"t"}"#).unwrap();
-        assert!(matches!(r.what, Checked::Tool { ref arguments, .. } if arguments == &json!({})));
+        assert!(
+            matches!(r.what, Checked::Tool { ref arguments, .. } if arguments.view().to_value() == serde_json::json!({}))
+        );
         assert!(!r.stateless);
         let r = parse_both(
             Kind::ToolsCall,
@@ -362,7 +386,7 @@ mod tests {
 
     /// [`parse`] as the router calls it, with the members the envelope scan visited, and with
     /// none: the two give the same answer, which is returned.
-    fn parse_both(kind: Kind, params: &str) -> Result<CheckedRequest, Unjudgeable> {
+    fn parse_both(kind: Kind, params: &str) -> Result<CheckedRequest<'_>, Unjudgeable> {
         let alone = parse(kind, params, None);
         let line = format!(r#"{{"id":1,"method":"m","params":{params}}}"#);
         let mut plain = PlainParams::default();

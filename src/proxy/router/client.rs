@@ -383,9 +383,9 @@ impl Router {
                 return;
             }
         };
-        let (verdict, tool, arguments) = match request.what {
+        let (verdict, tool) = match &request.what {
             Checked::Tool { name, arguments } => {
-                let known = self.catalogue.tools.get(&name);
+                let known = self.catalogue.tools.get(name.as_ref());
                 if self
                     .catalogue
                     .call_waits(known.is_some(), self.pinning.judges_calls_after_listing())
@@ -395,8 +395,8 @@ impl Router {
                     self.start_fetch(child);
                     return;
                 }
-                let forced = self.config.read_only_tools.contains(&name);
-                let verdict = match self.pinning.refusal(&name) {
+                let forced = self.config.read_only_tools.iter().any(|t| t == name);
+                let verdict = match self.pinning.refusal(name) {
                     Some(refusal) => Verdict {
                         paths: Vec::new(),
                         refusal: Some(refusal),
@@ -407,15 +407,14 @@ impl Router {
                         known,
                         forced,
                         self.kernel_stops_writes,
-                        &arguments,
+                        arguments.view(),
                     ),
                 };
-                (verdict, Some(name), arguments)
+                (verdict, Some(name.as_ref()))
             }
             Checked::FileRead { uri } => (
-                check::check_resource_read(&self.scope, &self.ctx, &uri),
+                check::check_resource_read(&self.scope, &self.ctx, uri),
                 None,
-                json!({ "uri": uri }),
             ),
             Checked::OtherResource => {
                 // Not a file: the proxy has nothing to check; the server answers.
@@ -423,13 +422,19 @@ impl Router {
                 return;
             }
         };
+        // Only a kept record needs the arguments as a `Value`.
+        let logged_arguments = self.log.enabled().then(|| match &request.what {
+            Checked::Tool { arguments, .. } => arguments.view().to_value(),
+            Checked::FileRead { uri } => json!({ "uri": uri }),
+            Checked::OtherResource => Value::Null,
+        });
         let record = records::open(
             &self.log,
             raw_id,
             kind,
             tool,
             Some(&verdict),
-            Some(arguments),
+            logged_arguments,
             None,
         );
         match verdict.refusal {
@@ -446,7 +451,7 @@ impl Router {
         line: Bytes,
         kind: Kind,
         started: Instant,
-        record: Option<CallRecord>,
+        record: Option<Box<CallRecord>>,
         id: Option<RequestId>,
         child: &mut ServerChild,
     ) {
@@ -471,7 +476,7 @@ impl Router {
         refusal: &Refusal,
         kind: Kind,
         started: Instant,
-        record: Option<CallRecord>,
+        record: Option<Box<CallRecord>>,
         stateless: bool,
     ) {
         tracing::info!("denied: {}", refusal.text());

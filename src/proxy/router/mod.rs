@@ -62,7 +62,7 @@ struct Pending {
     raw_id: Option<String>,
     kind: Kind,
     started: Instant,
-    record: Option<CallRecord>,
+    record: Option<Box<CallRecord>>,
     /// A request without side effects (a listing, a ping): its line, to send again to a
     /// server that replaces this one before it answered.
     replay: Option<Bytes>,
