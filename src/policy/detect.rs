@@ -533,144 +533,164 @@ pub fn scan_arguments<'a>(
     }
 }
 
-/// One value of the arguments, in either form.
-#[derive(Clone, Copy)]
-enum Node<'a> {
-    Value(&'a Value),
-    Flat(&'a FlatArguments<'a>),
-    Text(&'a str),
-    Scalar,
-}
-
 fn scan(
     tool: Option<&ToolInfo>,
     args: Arguments<'_>,
 ) -> (Vec<PathArgument>, Option<ArgsTooComplex>) {
-    let patterns: Vec<(&str, bool)> = tool
-        .map(|t| {
-            t.path_args
-                .iter()
-                .map(|p| (p.as_str(), t.weak_path_args.contains(p)))
-                .collect()
-        })
-        .unwrap_or_default();
-    let literals: &[(String, Vec<String>)] = tool.map_or(&[], |t| t.literals.as_slice());
-    let data: &[String] = tool.map_or(&[], |t| t.data_args.as_slice());
-    let text: &[String] = tool.map_or(&[], |t| t.text_args.as_slice());
-    let mut found: Vec<PathArgument> = Vec::new();
-    let mut seen: HashSet<(String, String)> = HashSet::new();
-    // (pointer segments, value, how an enclosing array was schema-marked)
-    let root = match args {
-        Arguments::Value(value) => Node::Value(value),
-        Arguments::Flat(flat) => Node::Flat(flat),
+    let mut walk = Walk {
+        tool,
+        found: Vec::new(),
+        seen: HashSet::new(),
+        nodes: 0,
     };
-    let mut stack: Vec<(Vec<Segment<'_>>, Node<'_>, Mark)> = vec![(Vec::new(), root, Mark::None)];
-    let mut nodes = 0usize;
+    let outcome = match args {
+        Arguments::Value(value) => walk.tree(value),
+        Arguments::Flat(flat) => walk.flat(flat),
+    };
+    (walk.found, outcome.err())
+}
 
-    while let Some((segments, value, inherited)) = stack.pop() {
-        nodes += 1;
-        if nodes > MAX_ARG_NODES {
-            return (
-                found,
-                Some(ArgsTooComplex::TooManyValues { max: MAX_ARG_NODES }),
-            );
+/// One walk of a call's arguments: every value visited once, depth first in key and index
+/// order, each string judged where it lies.
+struct Walk<'t> {
+    tool: Option<&'t ToolInfo>,
+    found: Vec<PathArgument>,
+    seen: HashSet<(String, String)>,
+    nodes: usize,
+}
+
+impl Walk<'_> {
+    /// Arguments of any shape.
+    fn tree(&mut self, root: &Value) -> Result<(), ArgsTooComplex> {
+        // (pointer segments, value, how an enclosing array was schema-marked)
+        let mut stack: Vec<(Vec<Segment<'_>>, &Value, Mark)> = vec![(Vec::new(), root, Mark::None)];
+        while let Some((segments, value, inherited)) = stack.pop() {
+            let marked = self.enter(&segments, inherited)?;
+            match value {
+                Value::String(s) => self.string(&segments, s, marked)?,
+                Value::Array(items) => {
+                    for (i, item) in items.iter().enumerate().rev() {
+                        let mut child = segments.clone();
+                        child.push(Segment::Index(i));
+                        stack.push((child, item, marked));
+                    }
+                }
+                Value::Object(map) => {
+                    for (k, v) in map.iter().rev() {
+                        let mut child = segments.clone();
+                        child.push(Segment::Key(k));
+                        // A marked array of objects does not mark the objects' fields.
+                        stack.push((child, v, Mark::None));
+                    }
+                }
+                Value::Null | Value::Bool(_) | Value::Number(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Flat arguments, in the order [`Walk::tree`] walks their `Value`: the object, then each
+    /// member in key order. Every member is a scalar, so there is no stack to keep (and
+    /// nothing to allocate for one).
+    fn flat(&mut self, flat: &FlatArguments<'_>) -> Result<(), ArgsTooComplex> {
+        self.enter(&[], Mark::None)?;
+        for (key, text) in flat.strings() {
+            let segments = [Segment::Key(key)];
+            // Members of an object inherit no mark, as in `tree`.
+            let marked = self.enter(&segments, Mark::None)?;
+            if let Some(s) = text {
+                self.string(&segments, s, marked)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Count one more value and check the caps; then how strongly the schema marks it.
+    fn enter(&mut self, segments: &[Segment<'_>], inherited: Mark) -> Result<Mark, ArgsTooComplex> {
+        self.nodes += 1;
+        if self.nodes > MAX_ARG_NODES {
+            return Err(ArgsTooComplex::TooManyValues { max: MAX_ARG_NODES });
         }
         if segments.len() > MAX_ARG_DEPTH {
-            return (
-                found,
-                Some(ArgsTooComplex::TooDeep {
-                    pointer: join_pointer(&segments[..8]) + "/…",
-                    max: MAX_ARG_DEPTH,
-                }),
-            );
+            return Err(ArgsTooComplex::TooDeep {
+                pointer: join_pointer(&segments[..8]) + "/…",
+                max: MAX_ARG_DEPTH,
+            });
         }
         let mut marked = inherited;
-        for (p, weak) in &patterns {
-            if pattern_matches(p, &segments) {
-                marked = marked.max(if *weak { Mark::Weak } else { Mark::Strong });
+        if let Some(tool) = self.tool {
+            for p in &tool.path_args {
+                if pattern_matches(p, segments) {
+                    let weak = tool.weak_path_args.contains(p);
+                    marked = marked.max(if weak { Mark::Weak } else { Mark::Strong });
+                }
             }
         }
-        let node = match value {
-            Node::Value(Value::String(s)) => Node::Text(s),
-            other => other,
-        };
-        match node {
-            Node::Text(s) => {
-                let here = |list: &[String]| list.iter().any(|p| pattern_matches(p, &segments));
-                let declared_word = literals.iter().any(|(p, words)| {
-                    pattern_matches(p, &segments) && words.iter().any(|w| w == s)
-                });
-                // The server's own vocabulary, or data by its schema: not a name of a file.
-                // Prose in a free-text field (it has whitespace) is not one either.
-                let prose = here(text) && s.contains(char::is_whitespace);
-                if declared_word || here(data) || prose {
-                    continue;
-                }
-                let marked = match marked {
-                    Mark::Weak if is_plain_word(s) => false,
-                    Mark::None => false,
-                    Mark::Weak | Mark::Strong => true,
-                };
-                let mut push = |v: &str, detection| {
-                    let pointer = join_pointer(&segments);
-                    if seen.insert((pointer.clone(), v.to_string())) {
-                        found.push(PathArgument {
-                            pointer,
-                            value: v.to_string(),
-                            detection,
-                        });
-                    }
-                };
-                if marked && !is_non_file_url(s) {
-                    push(s, Detection::Schema);
-                } else if looks_like_path(s) {
-                    push(s, Detection::Value);
-                }
-                // A server that trims its input would see the trimmed path: check that too.
-                let trimmed = s.trim();
-                if trimmed != s && !trimmed.is_empty() && (marked || looks_like_path(trimmed)) {
-                    push(
-                        trimmed,
-                        if marked {
-                            Detection::Schema
-                        } else {
-                            Detection::Value
-                        },
-                    );
-                }
-                if found.len() > MAX_PATH_ARGS {
-                    return (
-                        found,
-                        Some(ArgsTooComplex::TooManyPaths { max: MAX_PATH_ARGS }),
-                    );
-                }
-            }
-            Node::Value(Value::Array(items)) => {
-                for (i, item) in items.iter().enumerate().rev() {
-                    let mut child = segments.clone();
-                    child.push(Segment::Index(i));
-                    stack.push((child, Node::Value(item), marked));
-                }
-            }
-            Node::Value(Value::Object(map)) => {
-                for (k, v) in map.iter().rev() {
-                    let mut child = segments.clone();
-                    child.push(Segment::Key(k));
-                    // A marked array of objects does not mark the objects' fields.
-                    stack.push((child, Node::Value(v), Mark::None));
-                }
-            }
-            Node::Flat(flat) => {
-                for (k, text) in flat.strings().rev() {
-                    let mut child = segments.clone();
-                    child.push(Segment::Key(k));
-                    stack.push((child, text.map_or(Node::Scalar, Node::Text), Mark::None));
-                }
-            }
-            Node::Value(_) | Node::Scalar => {}
-        }
+        Ok(marked)
     }
-    (found, None)
+
+    /// Judge one string: is it a path the server would open?
+    fn string(
+        &mut self,
+        segments: &[Segment<'_>],
+        s: &str,
+        marked: Mark,
+    ) -> Result<(), ArgsTooComplex> {
+        let (literals, data, text) = match self.tool {
+            Some(t) => (
+                t.literals.as_slice(),
+                t.data_args.as_slice(),
+                t.text_args.as_slice(),
+            ),
+            None => (&[][..], &[][..], &[][..]),
+        };
+        let here = |list: &[String]| list.iter().any(|p| pattern_matches(p, segments));
+        let declared_word = literals
+            .iter()
+            .any(|(p, words)| pattern_matches(p, segments) && words.iter().any(|w| w == s));
+        // The server's own vocabulary, or data by its schema: not a name of a file.
+        // Prose in a free-text field (it has whitespace) is not one either.
+        let prose = here(text) && s.contains(char::is_whitespace);
+        if declared_word || here(data) || prose {
+            return Ok(());
+        }
+        let marked = match marked {
+            Mark::Weak if is_plain_word(s) => false,
+            Mark::None => false,
+            Mark::Weak | Mark::Strong => true,
+        };
+        let mut push = |v: &str, detection| {
+            let pointer = join_pointer(segments);
+            if self.seen.insert((pointer.clone(), v.to_string())) {
+                self.found.push(PathArgument {
+                    pointer,
+                    value: v.to_string(),
+                    detection,
+                });
+            }
+        };
+        if marked && !is_non_file_url(s) {
+            push(s, Detection::Schema);
+        } else if looks_like_path(s) {
+            push(s, Detection::Value);
+        }
+        // A server that trims its input would see the trimmed path: check that too.
+        let trimmed = s.trim();
+        if trimmed != s && !trimmed.is_empty() && (marked || looks_like_path(trimmed)) {
+            push(
+                trimmed,
+                if marked {
+                    Detection::Schema
+                } else {
+                    Detection::Value
+                },
+            );
+        }
+        if self.found.len() > MAX_PATH_ARGS {
+            return Err(ArgsTooComplex::TooManyPaths { max: MAX_PATH_ARGS });
+        }
+        Ok(())
+    }
 }
 
 /// Sibling argument names that give the directory other paths of a call are relative to:
