@@ -65,7 +65,7 @@ pub(crate) enum Unjudgeable {
 pub(crate) fn parse<'a>(
     kind: Kind,
     params_text: &'a str,
-    plain: Option<PlainParams<'a>>,
+    plain: Option<&PlainParams<'a>>,
 ) -> Result<CheckedRequest<'a>, Unjudgeable> {
     if kind == Kind::ToolsCall {
         let request = match plain {
@@ -121,7 +121,7 @@ impl<'a> PlainParams<'a> {
     }
 
     /// The request the visited members make (see [`plain_tool_call`]).
-    fn request(self) -> Option<CheckedRequest<'a>> {
+    fn request(&self) -> Option<CheckedRequest<'a>> {
         if self.unusual {
             return None;
         }
@@ -393,7 +393,7 @@ mod tests {
         if let Some((_, true)) =
             envelope_scan::scan_visiting_params(&line, |key, value| plain.visit(key, value))
         {
-            let visited = parse(kind, params, Some(plain));
+            let visited = parse(kind, params, Some(&plain));
             assert_eq!(format!("{visited:?}"), format!("{alone:?}"), "{params}");
         }
         alone

@@ -260,7 +260,7 @@ impl Router {
         }
         match kind {
             Kind::ToolsCall | Kind::ResourcesRead => {
-                let plain = visited.then_some(plain);
+                let plain = visited.then_some(&plain);
                 self.on_checked_request(line.clone(), &env, plain, kind, id, child);
             }
             _ => {
@@ -305,7 +305,7 @@ impl Router {
     /// The client cancelled a request: the server may never answer it, so it no longer
     /// counts against the in-flight limit.
     pub(super) fn on_client_cancelled(&mut self, key: String) {
-        let Some(p) = self.pending.remove(&key) else {
+        let Some(p) = self.pending.remove(key.as_str()) else {
             return;
         };
         records::close(
@@ -337,7 +337,7 @@ impl Router {
         &mut self,
         line: Bytes,
         env: &Envelope<'_>,
-        plain: Option<call::PlainParams<'_>>,
+        plain: Option<&call::PlainParams<'_>>,
         kind: Kind,
         id: Option<RequestId>,
         child: &mut ServerChild,

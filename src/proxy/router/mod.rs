@@ -17,6 +17,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
 use bytes::Bytes;
+use compact_str::CompactString;
 use serde_json::Value;
 
 use super::audit::{CallLog, CallRecord};
@@ -73,14 +74,15 @@ struct Pending {
 #[derive(Debug)]
 struct RequestId {
     raw: Option<String>,
-    key: String,
+    /// Inline up to 24 bytes (every id but an odd one): keying a call allocates nothing.
+    key: CompactString,
 }
 
 impl RequestId {
     fn new(raw: &str, key: std::borrow::Cow<'_, str>) -> RequestId {
         RequestId {
             raw: (key != raw).then(|| raw.to_string()),
-            key: key.into_owned(),
+            key: CompactString::from(key),
         }
     }
 
@@ -117,7 +119,7 @@ struct Router {
     catalogue: catalogue::Catalogue,
     /// Client requests forwarded to the server, not answered yet (at most
     /// [`super::integrity::MAX_PENDING`]). The only ids a server response may carry.
-    pending: foldhash::HashMap<String, Pending>,
+    pending: foldhash::HashMap<CompactString, Pending>,
     /// The proxy's own requests to the server, by id key (a fetch page, a replayed
     /// initialize: at most two at a time).
     own_to_server: foldhash::HashMap<String, Own>,

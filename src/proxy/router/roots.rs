@@ -246,14 +246,14 @@ impl Router {
         // Listings in flight are sent again to the new server, ahead of the held requests;
         // anything else (there is nothing else before the first roots) is failed.
         let mut again: Vec<Pending> = Vec::new();
-        let keys: Vec<String> = self
+        let keys: Vec<compact_str::CompactString> = self
             .pending
             .iter()
             .filter(|(_, p)| p.replay.is_some())
             .map(|(k, _)| k.clone())
             .collect();
         for key in keys {
-            if let Some(p) = self.pending.remove(&key) {
+            if let Some(p) = self.pending.remove(key.as_str()) {
                 again.push(p);
             }
         }

@@ -54,7 +54,7 @@ impl Router {
                 let Some(st) = self.streaming.take() else {
                     return;
                 };
-                if let Some(p) = self.pending.remove(&st.key) {
+                if let Some(p) = self.pending.remove(st.key.as_str()) {
                     let outcome = if st.cut { Outcome::Error } else { Outcome::Ok };
                     records::close(
                         &mut self.log,
@@ -94,7 +94,7 @@ impl Router {
                 // Direct, the client would have got the line; here it gets an error for the
                 // request the line answers, now rather than when the server exits.
                 let pending = message::recover_answer_key(Frame::content(&line))
-                    .and_then(|key| self.pending.remove(&key).map(|p| (key, p)));
+                    .and_then(|key| self.pending.remove(key.as_str()).map(|p| (key, p)));
                 if let Some((key, p)) = pending {
                     records::close(
                         &mut self.log,
@@ -378,7 +378,7 @@ impl Router {
         };
         // Only an answer to a client request the server was sent streams; anything else
         // (ours, a tools/list to learn from, an id nobody is waiting for) is read whole.
-        if !matches!(self.pending.get(&key), Some(p) if p.kind != Kind::ToolsList) {
+        if !matches!(self.pending.get(key.as_str()), Some(p) if p.kind != Kind::ToolsList) {
             return;
         }
         let first = child.stdout.stream();
