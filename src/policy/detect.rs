@@ -902,7 +902,7 @@ mod tests {
         /// Patterns are matched part by part as the escaped segments read.
         #[test]
         fn pattern_matches_as_the_escaped_segments_read(
-            pattern in "(/(\\*|[a-z~/01é]{0,3}|[0-9]{1,2})){0,4}",
+            pattern in "[a-z]{0,2}(/(\\*|[a-z~/01é]{0,3}|[0-9]{1,2})){0,4}",
             keys in proptest::collection::vec(
                 proptest::prop_oneof!["[a-z~/01é*]{0,3}".prop_map(Ok), (0usize..20).prop_map(Err)],
                 0..4,
@@ -922,6 +922,17 @@ mod tests {
             // The pattern made from the segments themselves always matches.
             let own = join_pointer(&segments);
             proptest::prop_assert!(pattern_matches(&own, &segments));
+        }
+
+        /// A key written unescaped as a pattern part matches it only when escaping leaves it
+        /// as it is: `/a~0` is the pattern of the key `a~`, not of `a~0` (whose is `/a~00`).
+        #[test]
+        fn an_unescaped_key_matches_only_when_it_needs_no_escape(key in "[a-z~01é]{0,4}") {
+            let segments = [Segment::Key(&key)];
+            proptest::prop_assert_eq!(
+                pattern_matches(&format!("/{key}"), &segments),
+                !key.contains('~')
+            );
         }
 
         /// An array index in a pattern is compared as `to_string` writes it.
