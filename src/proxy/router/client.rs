@@ -383,7 +383,9 @@ impl Router {
                 return;
             }
         };
-        let (verdict, tool) = match &request.what {
+        // Only a kept record needs the arguments as a `Value`.
+        let logged = self.log.enabled();
+        let (verdict, tool, logged_arguments) = match &request.what {
             Checked::Tool { name, arguments } => {
                 let known = self.catalogue.tools.get(name.as_ref());
                 if self
@@ -410,11 +412,13 @@ impl Router {
                         arguments.view(),
                     ),
                 };
-                (verdict, Some(name.as_ref()))
+                let logged_arguments = logged.then(|| arguments.view().to_value());
+                (verdict, Some(name.as_ref()), logged_arguments)
             }
             Checked::FileRead { uri } => (
                 check::check_resource_read(&self.scope, &self.ctx, uri),
                 None,
+                logged.then(|| json!({ "uri": uri })),
             ),
             Checked::OtherResource => {
                 // Not a file: the proxy has nothing to check; the server answers.
@@ -422,12 +426,6 @@ impl Router {
                 return;
             }
         };
-        // Only a kept record needs the arguments as a `Value`.
-        let logged_arguments = self.log.enabled().then(|| match &request.what {
-            Checked::Tool { arguments, .. } => arguments.view().to_value(),
-            Checked::FileRead { uri } => json!({ "uri": uri }),
-            Checked::OtherResource => Value::Null,
-        });
         let record = records::open(
             &self.log,
             raw_id,

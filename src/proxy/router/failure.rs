@@ -8,15 +8,14 @@ use tokio::io::AsyncRead;
 use super::super::framing::{Frame, FramedReader};
 use super::super::message::{self, code};
 use super::records::{self, Outcome};
-use super::{Pending, Router};
+use super::Router;
 use crate::proxy::outbox;
 
 impl Router {
     /// Answer every request the server has not answered with an internal error (oldest first)
     /// and log each as `outcome`: the server that owed the answers is gone.
     pub(super) fn fail_pending(&mut self, outcome: Outcome, msg: &str, data: Option<Value>) {
-        let mut pending: Vec<(compact_str::CompactString, Pending)> =
-            self.pending.drain().collect();
+        let mut pending: Vec<_> = self.pending.drain().collect();
         pending.sort_by_key(|(_, p)| p.started);
         for (key, p) in pending {
             records::close(&mut self.log, p.record, p.started, outcome, None, None);

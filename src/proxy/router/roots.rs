@@ -246,7 +246,7 @@ impl Router {
         // Listings in flight are sent again to the new server, ahead of the held requests;
         // anything else (there is nothing else before the first roots) is failed.
         let mut again: Vec<Pending> = Vec::new();
-        let keys: Vec<compact_str::CompactString> = self
+        let keys: Vec<_> = self
             .pending
             .iter()
             .filter(|(_, p)| p.replay.is_some())
