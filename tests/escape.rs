@@ -308,7 +308,7 @@ async fn suite(via: Via) {
         };
         let control = attempt(&w, &program, tool, false, via).await;
         if via == Via::Direct && *tool == "signal_parent" && control.starts_with("ESCAPED") {
-            tokio::time::timeout(Duration::from_secs(10), usr1.recv())
+            mcpjail::proxy::timer::timeout(Duration::from_secs(10), usr1.recv())
                 .await
                 .expect("the control run's SIGUSR1 arrives");
         }

@@ -327,16 +327,17 @@ async fn fetch_tools(
         lines: BufReader::new(stdout).lines(),
         next_id: 1,
     };
-    let result = tokio::time::timeout(timeout, client.list_tools()).await;
+    let result = crate::proxy::timer::timeout(timeout, client.list_tools()).await;
     drop(client);
     // The server should exit on stdin EOF; give it a moment, then kill it.
-    if tokio::time::timeout(Duration::from_secs(2), child.wait())
+    if crate::proxy::timer::timeout(Duration::from_secs(2), child.wait())
         .await
         .is_err()
     {
         let _ = child.kill().await;
     }
-    let stderr_tail = match tokio::time::timeout(Duration::from_secs(1), stderr_task).await {
+    let stderr_tail = match crate::proxy::timer::timeout(Duration::from_secs(1), stderr_task).await
+    {
         Ok(Ok(t)) => t,
         _ => String::new(),
     };

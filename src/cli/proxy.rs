@@ -113,10 +113,7 @@ pub fn run_status(args: ProxyArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
     let early = crate::proxy::start_before_runtime(&config)
         .transpose()
         .map_err(user_facing)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = crate::proxy::timer::runtime().context("cannot start the async runtime")?;
     let result = runtime.block_on(async {
         let (signal_tx, signals) = tokio::sync::mpsc::unbounded_channel();
         spawn_signal_listener(signal_tx)?;
@@ -411,6 +408,7 @@ pub fn resolve_settings(
         color: global.color.use_color_on_stderr(),
         log_file: args.log_file.clone(),
         grace: std::time::Duration::from_secs(2),
+        fetch_timeout: crate::proxy::FETCH_TIMEOUT,
         pin: args.pin,
         egress_resolver,
     })

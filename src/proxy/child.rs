@@ -410,7 +410,7 @@ impl ServerChild {
             return String::new();
         };
         if let Some(mut task) = self.stderr_task.take() {
-            if tokio::time::timeout(bound, &mut task).await.is_err() {
+            if super::timer::timeout(bound, &mut task).await.is_err() {
                 task.abort();
                 stderr.drain_now();
             }
@@ -733,7 +733,7 @@ fn emit(bytes: &[u8]) {
 async fn copy_stderr(copy: Arc<StderrCopy>) {
     loop {
         let ready = if copy.has_partial() {
-            match tokio::time::timeout(PARTIAL_LINE_WAIT, copy.pipe.readable()).await {
+            match super::timer::timeout(PARTIAL_LINE_WAIT, copy.pipe.readable()).await {
                 Ok(ready) => ready,
                 Err(_) => {
                     copy.flush_partial();
@@ -826,7 +826,7 @@ mod stderr_tests {
 
     /// Yield until the tail reads `want` (the copy task runs between the yields).
     async fn tail_becomes(copy: &StderrCopy, want: &str) {
-        let waited = tokio::time::timeout(Duration::from_secs(10), async {
+        let waited = crate::proxy::timer::timeout(Duration::from_secs(10), async {
             while copy.tail.text() != want {
                 tokio::task::yield_now().await;
             }
@@ -853,11 +853,34 @@ mod stderr_tests {
         nix::unistd::write(&write, b"ee\nfour\nfi").expect("write");
         tail_becomes(&copy, "one\ntwo\nthree\nfour\n").await;
         drop(write);
-        tokio::time::timeout(Duration::from_secs(10), task)
+        crate::proxy::timer::timeout(Duration::from_secs(10), task)
             .await
             .expect("the copy ends at EOF")
             .expect("no panic");
         assert_eq!(copy.tail.text(), "one\ntwo\nthree\nfour\nfi");
+    }
+
+    /// A partial line (a prompt, say) is passed on [`PARTIAL_LINE_WAIT`] after it stopped
+    /// growing, while the pipe stays open: on the proxy's own runtime, which has no time
+    /// driver, so the wait is [`crate::proxy::timer`]'s.
+    #[test]
+    fn a_partial_line_is_passed_on_while_the_pipe_stays_open() {
+        let runtime = crate::proxy::timer::runtime().expect("runtime");
+        runtime.block_on(async {
+            let (copy, write) = copy_over_pipe();
+            let task = tokio::spawn(copy_stderr(copy.clone()));
+            let written = std::time::Instant::now();
+            nix::unistd::write(&write, b"password: ").expect("write");
+            tail_becomes(&copy, "password: ").await;
+            assert!(written.elapsed() >= PARTIAL_LINE_WAIT);
+            nix::unistd::write(&write, b"x\n").expect("write");
+            tail_becomes(&copy, "password: x\n").await;
+            drop(write);
+            crate::proxy::timer::timeout(Duration::from_secs(10), task)
+                .await
+                .expect("the copy ends at EOF")
+                .expect("no panic");
+        });
     }
 
     /// More than one read's room (16 KiB) waiting at once is all copied by one drain, lines cut

@@ -27,7 +27,9 @@
 //!   refused and the flag for it), and a tool result that reports a permission error on a path
 //!   outside the jail gets the fix appended — the only results it re-serialises. The session
 //!   ends as it would directly: a closed stdin closes the server's, a signal is passed on, and
-//!   the proxy exits with the server's status (no timers of its own).
+//!   the proxy exits with the server's status (no timers of its own);
+//! * [`timer`] — its few timers, on the IO driver: the runtime has no time driver to run at
+//!   every park.
 
 pub mod audit;
 pub mod check;
@@ -44,6 +46,7 @@ pub(crate) mod router;
 #[cfg(unix)]
 pub mod stdio;
 mod stream_guard;
+pub mod timer;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -99,11 +102,17 @@ pub struct ProxyConfig {
     /// How long a server replaced by a respawn may take to exit after SIGTERM before SIGKILL.
     /// (The session's own end has no timer: it mirrors the client.)
     pub grace: Duration,
+    /// How long a `tools/call` of a tool not yet listed waits for the proxy's own `tools/list`
+    /// before it is judged by its values alone ([`FETCH_TIMEOUT`]; shorter in tests).
+    pub fetch_timeout: Duration,
     /// `--pin`: what to do when a tool changes after it was pinned.
     pub pin: crate::policy::pins::PinMode,
     /// How the egress proxy resolves names (a test-only name map, or the system's).
     pub egress_resolver: egress::Resolver,
 }
+
+/// How long calls wait for the proxy's own `tools/list` (see [`ProxyConfig::fetch_timeout`]).
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProxyError {

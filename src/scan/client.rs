@@ -74,7 +74,7 @@ impl<W: AsyncWrite + Unpin, R: AsyncRead + Unpin> McpClient<W, R> {
         self.next_id += 1;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
             .await?;
-        match tokio::time::timeout(timeout, self.wait_for(id, method)).await {
+        match crate::proxy::timer::timeout(timeout, self.wait_for(id, method)).await {
             Ok(r) => r,
             Err(_) => Err(ClientError::Timeout {
                 method: method.into(),

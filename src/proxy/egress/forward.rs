@@ -224,7 +224,7 @@ pub(super) async fn serve(
         if !keep {
             return client.stream.shutdown().await;
         }
-        head = match tokio::time::timeout(IDLE_TIMEOUT, client.read_head()).await {
+        head = match crate::proxy::timer::timeout(IDLE_TIMEOUT, client.read_head()).await {
             Err(_) | Ok(Ok(Head::Closed)) => return Ok(()),
             Ok(Ok(Head::Got(h))) => h,
             Ok(Ok(Head::TooLarge)) => {

@@ -25,16 +25,17 @@ pub(super) const HOP_HEADERS: &[&str] = &[
 ];
 
 pub(super) async fn serve(egress: &Egress, mut client: TcpStream) -> std::io::Result<()> {
-    let (head, rest) = match tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut client)).await {
-        Err(_) => return respond(&mut client, 408, "Request Timeout", "no request head").await,
-        Ok(Err(HeadError::Io(e))) => return Err(e),
-        Ok(Err(HeadError::Closed)) => return Ok(()),
-        Ok(Err(HeadError::TooLarge)) => {
-            let why = format!("mcpjail: the request head is larger than {MAX_HEAD} bytes");
-            return respond(&mut client, 431, "Request Header Fields Too Large", &why).await;
-        }
-        Ok(Ok(parts)) => parts,
-    };
+    let (head, rest) =
+        match crate::proxy::timer::timeout(HEAD_TIMEOUT, read_head(&mut client)).await {
+            Err(_) => return respond(&mut client, 408, "Request Timeout", "no request head").await,
+            Ok(Err(HeadError::Io(e))) => return Err(e),
+            Ok(Err(HeadError::Closed)) => return Ok(()),
+            Ok(Err(HeadError::TooLarge)) => {
+                let why = format!("mcpjail: the request head is larger than {MAX_HEAD} bytes");
+                return respond(&mut client, 431, "Request Header Fields Too Large", &why).await;
+            }
+            Ok(Ok(parts)) => parts,
+        };
     // Every request, CONNECT included, goes through the keep-alive loop, which answers a head
     // that is not HTTP with 400.
     super::forward::serve(egress, client, head, rest).await

@@ -193,7 +193,8 @@ impl Egress {
     async fn serve(&self, stream: TcpStream) -> std::io::Result<()> {
         let mut first = [0u8; 1];
         // A client that connects and says nothing must not hold a connection slot for ever.
-        let Ok(n) = tokio::time::timeout(HEAD_TIMEOUT, stream.peek(&mut first)).await else {
+        let Ok(n) = crate::proxy::timer::timeout(HEAD_TIMEOUT, stream.peek(&mut first)).await
+        else {
             return Ok(());
         };
         if n? == 0 {
@@ -242,7 +243,7 @@ impl Egress {
         let mut last = String::from("no address");
         for ip in addresses {
             let addr = SocketAddr::new(ip, port);
-            match tokio::time::timeout(DIAL_TIMEOUT, TcpStream::connect(addr)).await {
+            match crate::proxy::timer::timeout(DIAL_TIMEOUT, TcpStream::connect(addr)).await {
                 Ok(Ok(s)) => return Decision::Open(s, rule.to_string()),
                 Ok(Err(e)) => last = format!("{addr}: {e}"),
                 Err(_) => last = format!("{addr}: no answer in {DIAL_TIMEOUT:?}"),

@@ -22,7 +22,7 @@ const REPLY_CMD_UNSUPPORTED: u8 = 0x07;
 const REPLY_ADDR_UNSUPPORTED: u8 = 0x08;
 
 pub(super) async fn serve(egress: &Egress, mut client: TcpStream) -> std::io::Result<()> {
-    let target = match tokio::time::timeout(HEAD_TIMEOUT, handshake(&mut client)).await {
+    let target = match crate::proxy::timer::timeout(HEAD_TIMEOUT, handshake(&mut client)).await {
         Err(_) => return Ok(()),
         Ok(r) => r?,
     };

@@ -13,16 +13,13 @@ use super::{Own, Router};
 use crate::policy::ToolInfo;
 use crate::proxy::pinning::parse_listing;
 
-/// How long a `tools/call` may wait for the proxy's own `tools/list` before it is judged with
-/// value heuristics alone.
-pub(super) const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// Where the proxy's own `tools/list` fetch stands.
 #[derive(Debug)]
 pub(super) enum Fetch {
     /// No list has been seen or asked for: calls of unknown tools wait for one.
     Unknown,
-    /// A fetch is under way: calls of unknown tools wait (no longer than [`FETCH_TIMEOUT`]).
+    /// A fetch is under way: calls of unknown tools wait (no longer than
+    /// [`ProxyConfig::fetch_timeout`](crate::proxy::ProxyConfig::fetch_timeout)).
     InFlight(InFlight),
     /// A list is known and no fetch is under way.
     Known,
@@ -34,7 +31,7 @@ pub(super) enum Fetch {
 #[derive(Debug)]
 pub(super) struct InFlight {
     /// The first page of the first fetch: a server that keeps changing its list cannot hold
-    /// calls past [`FETCH_TIMEOUT`] from here.
+    /// calls past the fetch timeout from here.
     since: Instant,
     /// Pages of the current pass (at most [`integrity::MAX_FETCH_PAGES`]).
     pages: usize,
@@ -94,10 +91,10 @@ impl Catalogue {
         matches!(self.fetch, Fetch::InFlight(_))
     }
 
-    /// When waiting calls stop waiting for the fetch.
-    pub fn deadline(&self) -> Option<Instant> {
+    /// When waiting calls stop waiting for the fetch, given how long they may wait.
+    pub fn deadline(&self, timeout: Duration) -> Option<Instant> {
         match &self.fetch {
-            Fetch::InFlight(f) => Some(f.since + FETCH_TIMEOUT),
+            Fetch::InFlight(f) => Some(f.since + timeout),
             _ => None,
         }
     }
@@ -260,7 +257,7 @@ impl Router {
         };
         if std::mem::take(&mut f.again) {
             // The list changed while this pass was in flight: start over, once. Calls keep
-            // waiting, but no longer than FETCH_TIMEOUT from the first pass.
+            // waiting, but no longer than the fetch timeout from the first pass.
             let coalesced = std::mem::take(&mut f.coalesced);
             if coalesced >= 1000 {
                 self.violations.report(

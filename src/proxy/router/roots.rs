@@ -302,7 +302,7 @@ impl Router {
 pub(super) async fn reap(mut old: ServerChild, grace: Duration) {
     old.close_stdin();
     old.terminate();
-    match tokio::time::timeout(grace, old.process.wait()).await {
+    match crate::proxy::timer::timeout(grace, old.process.wait()).await {
         Ok(_) => {}
         Err(_) => {
             let _ = old.process.start_kill();

@@ -10,10 +10,10 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::process::ExitStatus;
 use std::task::Poll;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
@@ -349,9 +349,15 @@ where
     // Which side goes first when both have a frame ready: they take turns, so neither a
     // flooding client nor a flooding server starves the other.
     let mut client_first = true;
+    // The fetch's deadline, kept across turns: each timer is a descriptor to make and close.
+    let mut fetch_timer: Option<(Instant, crate::proxy::timer::Sleep)> = None;
 
     loop {
-        let fetch_deadline = router.catalogue.deadline();
+        match router.catalogue.deadline(router.config.fetch_timeout) {
+            Some(at) if fetch_timer.as_ref().is_some_and(|(set, _)| *set == at) => {}
+            Some(at) => fetch_timer = Some((at, crate::proxy::timer::sleep_until(at))),
+            None => fetch_timer = None,
+        }
         let turn = {
             // The sources the loop waits on, in one poll (see `Turn`). Each is cancel-safe: a
             // future dropped unfinished loses nothing. The rare ones are made only when enabled.
@@ -368,7 +374,6 @@ where
             let mut drained = pin!(backlogged.then(|| counter.drained.notified()));
             let mut exited =
                 pin!((child.stdout_eof && child.status.is_none()).then(|| child.process.wait()));
-            let mut fetch_due = pin!(fetch_deadline.map(|at| tokio::time::sleep_until(at.into())));
             let mut net = pin!(net_open.then(|| net_decisions.recv()));
             // The rare sources first (each is off unless its event can come), so a busy pair of
             // peers does not starve them; then the two peers, taking turns.
@@ -388,8 +393,8 @@ where
                         return Poll::Ready(Turn::Exited(status));
                     }
                 }
-                if let Some(fetch_due) = fetch_due.as_mut().as_pin_mut() {
-                    if fetch_due.poll(cx).is_ready() {
+                if let Some((_, fetch_due)) = &mut fetch_timer {
+                    if Pin::new(fetch_due).poll(cx).is_ready() {
                         return Poll::Ready(Turn::FetchTimedOut);
                     }
                 }

@@ -47,6 +47,7 @@ pub(super) fn config(dir: &Path) -> ProxyConfig {
         color: false,
         log_file: None,
         grace: Duration::from_millis(50),
+        fetch_timeout: crate::proxy::FETCH_TIMEOUT,
         pin: crate::policy::pins::PinMode::Off,
         egress_resolver: Default::default(),
     }
@@ -116,7 +117,7 @@ impl Harness {
     /// The next line the proxy writes to the client, as written.
     pub async fn recv_line(&mut self) -> String {
         let mut line = String::new();
-        let n = tokio::time::timeout(STEP, self.from_proxy.read_line(&mut line))
+        let n = crate::proxy::timer::timeout(STEP, self.from_proxy.read_line(&mut line))
             .await
             .expect("a line from the proxy in time")
             .expect("read from the proxy");
@@ -149,7 +150,7 @@ impl Harness {
     /// The next message, or `None` at the end of the proxy's output.
     pub async fn try_recv(&mut self) -> Option<Value> {
         let mut line = String::new();
-        let n = tokio::time::timeout(STEP, self.from_proxy.read_line(&mut line))
+        let n = crate::proxy::timer::timeout(STEP, self.from_proxy.read_line(&mut line))
             .await
             .expect("a message from the proxy in time")
             .expect("read from the proxy");
@@ -170,7 +171,7 @@ impl Harness {
 
     /// The next server the proxy started.
     pub async fn server(&mut self) -> Server {
-        let fake = tokio::time::timeout(STEP, self.servers.recv())
+        let fake = crate::proxy::timer::timeout(STEP, self.servers.recv())
             .await
             .expect("a server started in time")
             .expect("a server");
@@ -194,7 +195,7 @@ impl Harness {
     /// The session's result (the proxy's exit code).
     pub async fn exit(&mut self) -> i32 {
         let session = self.session.take().expect("session running");
-        tokio::time::timeout(STEP, session)
+        crate::proxy::timer::timeout(STEP, session)
             .await
             .expect("the session ended in time")
             .expect("the session task")
@@ -249,7 +250,7 @@ impl Server {
 
     /// The next message, or `None` once the proxy closed the server's stdin.
     pub async fn try_recv(&mut self) -> Option<Value> {
-        let bytes = tokio::time::timeout(STEP, self.fake.stdin.recv())
+        let bytes = crate::proxy::timer::timeout(STEP, self.fake.stdin.recv())
             .await
             .expect("a message from the proxy to the server in time")?;
         Some(serde_json::from_slice(&bytes).expect("JSON to the server"))
@@ -383,6 +384,43 @@ async fn a_call_inside_the_scope_is_forwarded_and_its_answer_relayed() {
     assert_eq!(h.rest().await, Vec::<Value>::new());
 }
 
+/// A server that never answers the proxy's `tools/list` holds calls only until the fetch
+/// times out: then each is judged by its values, one forwarded and one denied. With the
+/// default (10 s) timeout the held call would not reach the server within `STEP`; with no
+/// hold it would arrive before the timeout.
+#[tokio::test]
+async fn calls_held_for_an_unanswered_fetch_are_judged_by_their_values_when_it_times_out() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut h = Harness::start_with(dir, |c| c.fetch_timeout = Duration::from_millis(300));
+    let mut server = h.handshake(false).await;
+    let own = server.recv().await;
+    assert_eq!(own["method"], json!("tools/list"), "{own}");
+    let inside = h.path("a.txt");
+    let sent = std::time::Instant::now();
+    h.send(call(1, "read_file", json!({"path": inside}))).await;
+    h.send(call(2, "read_file", json!({"path": "/etc/shadow"})))
+        .await;
+    let fwd = server.recv().await;
+    assert_eq!(fwd["id"], json!(1), "the held call, released: {fwd}");
+    // The fetch began just before `sent` (at `initialized`): the call was held, not passed.
+    assert!(
+        sent.elapsed() >= Duration::from_millis(200),
+        "{:?}",
+        sent.elapsed()
+    );
+    let denied = h.recv().await;
+    assert_eq!(denied["id"], json!(2), "{denied}");
+    assert_eq!(denied["result"]["isError"], json!(true), "{denied}");
+    h.close();
+    assert_eq!(
+        server.try_recv().await,
+        None,
+        "nothing else reached the server"
+    );
+    server.exit(0);
+    assert_eq!(h.exit().await, 0);
+}
+
 #[tokio::test]
 async fn a_call_outside_the_scope_is_denied_and_never_reaches_the_server() {
     let mut h = Harness::start();
@@ -496,7 +534,7 @@ async fn a_signal_is_passed_on_at_once_and_the_session_ends_with_the_servers_sta
     let mut server = h.handshake(false).await;
     server.answer_tools_list(read_file_tool()).await;
     h.signals.send(libc::SIGINT).expect("session running");
-    let sig = tokio::time::timeout(STEP, server.fake.signals.recv())
+    let sig = crate::proxy::timer::timeout(STEP, server.fake.signals.recv())
         .await
         .expect("the signal passed on in time");
     assert_eq!(sig, Some(libc::SIGINT), "not the signal the proxy got");
@@ -526,13 +564,13 @@ async fn each_signal_is_passed_on_when_it_comes_between_calls() {
             .await;
         assert_eq!(h.recv().await["id"], json!(id));
         h.signals.send(sig).expect("session running");
-        let got = tokio::time::timeout(STEP, server.fake.signals.recv())
+        let got = crate::proxy::timer::timeout(STEP, server.fake.signals.recv())
             .await
             .expect("the signal passed on in time");
         assert_eq!(got, Some(sig), "not the signal the proxy got");
     }
     h.signals.send(libc::SIGTERM).expect("session running");
-    let got = tokio::time::timeout(STEP, server.fake.signals.recv())
+    let got = crate::proxy::timer::timeout(STEP, server.fake.signals.recv())
         .await
         .expect("the signal passed on in time");
     assert_eq!(got, Some(libc::SIGTERM));
@@ -549,7 +587,7 @@ async fn a_server_that_ignores_repeated_signals_is_killed_on_the_third() {
     }
     let mut got = Vec::new();
     for _ in 0..3 {
-        let sig = tokio::time::timeout(STEP, server.fake.signals.recv())
+        let sig = crate::proxy::timer::timeout(STEP, server.fake.signals.recv())
             .await
             .expect("a signal in time");
         got.push(sig.expect("a signal"));
@@ -1134,7 +1172,7 @@ fn the_server_starts_before_the_runtime_and_the_session_runs_on_it() {
             .expect("write to the proxy");
         let mut answer = String::new();
         let mut from_proxy = BufReader::new(from_proxy);
-        tokio::time::timeout(STEP, from_proxy.read_line(&mut answer))
+        crate::proxy::timer::timeout(STEP, from_proxy.read_line(&mut answer))
             .await
             .expect("an answer in time")
             .expect("read the answer");
@@ -1144,7 +1182,7 @@ fn the_server_starts_before_the_runtime_and_the_session_runs_on_it() {
             json!({"jsonrpc":"2.0","id":7,"result":{"jailed":true}})
         );
         drop(to_proxy);
-        let end = tokio::time::timeout(STEP, session)
+        let end = crate::proxy::timer::timeout(STEP, session)
             .await
             .expect("the session ends with the server")
             .expect("session task")
