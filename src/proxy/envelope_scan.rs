@@ -202,6 +202,9 @@ fn string_end(b: &[u8], mut i: usize) -> Option<(usize, bool)> {
 /// The first index at or after `i` whose byte is `"`, `\` or a control character (`b.len()`
 /// when there is none): the end of a run of plain string content, eight bytes at a time while
 /// eight are left, since most of a line is string content.
+///
+/// (Sixteen at a time with SSE2 was tried: the strings of a call are short, so it found the
+/// same stops in more instructions, 11.2 k → 11.4 k a call.)
 #[inline(always)]
 fn next_stop(b: &[u8], mut i: usize) -> usize {
     const ONES: u64 = u64::from_le_bytes([1; 8]);
@@ -421,6 +424,33 @@ pub(crate) mod tests {
         assert_eq!(next_stop(b"\x7f\xff\x80 !#", 0), 6);
         assert_eq!(next_stop(b"", 0), 0);
         assert_eq!(next_stop(b"ab", 5), 5);
+    }
+
+    /// Whatever the bytes and wherever the run starts, the stop is the first byte a plain
+    /// loop would find: the eight-byte steps and the tail agree at every offset.
+    #[test]
+    fn the_wide_steps_stop_where_a_byte_loop_stops() {
+        let naive = |b: &[u8], i: usize| {
+            (i..b.len())
+                .find(|&j| b[j] == b'"' || b[j] == b'\\' || b[j] < 0x20)
+                .unwrap_or(b.len().max(i))
+        };
+        let mut runner = proptest::test_runner::TestRunner::default();
+        let bytes = prop::collection::vec(
+            prop_oneof![
+                4 => 0x20u8..=0xff,
+                1 => Just(b'"'),
+                1 => Just(b'\\'),
+                1 => 0u8..0x20,
+            ],
+            0..80,
+        );
+        runner
+            .run(&(bytes, 0usize..90), |(b, i)| {
+                prop_assert_eq!(next_stop(&b, i), naive(&b, i), "{:?} from {}", b, i);
+                Ok(())
+            })
+            .expect("every start agrees");
     }
 
     #[test]

@@ -276,12 +276,14 @@ impl Router {
                 }
                 child.send(terminated(line.clone()));
                 if let Some(id) = id {
+                    let order = self.next_forwarded();
                     self.pending.insert(
                         id.key,
                         Pending {
                             raw_id: id.raw,
                             kind,
-                            started: Instant::now(),
+                            order,
+                            started: None,
                             record: None,
                             replay: is_listing(method).then(|| line.clone()),
                         },
@@ -300,6 +302,12 @@ impl Router {
                 }
             }
         }
+    }
+
+    /// The place of a request forwarded now, among all forwarded (see `Pending::order`).
+    fn next_forwarded(&mut self) -> u64 {
+        self.forwarded += 1;
+        self.forwarded
     }
 
     /// The client cancelled a request: the server may never answer it, so it no longer
@@ -343,7 +351,7 @@ impl Router {
         child: &mut ServerChild,
     ) {
         let raw_id = id.as_ref().map(RequestId::raw);
-        let started = Instant::now();
+        let started = self.log.enabled().then(Instant::now);
         // Fail closed: a call that could not be recorded is not made (see `audit`).
         if let Some(why) = self.log.audit_failure() {
             tracing::error!(
@@ -448,18 +456,20 @@ impl Router {
         &mut self,
         line: Bytes,
         kind: Kind,
-        started: Instant,
+        started: Option<Instant>,
         record: Option<Box<CallRecord>>,
         id: Option<RequestId>,
         child: &mut ServerChild,
     ) {
         child.send(terminated(line));
         if let Some(id) = id {
+            let order = self.next_forwarded();
             self.pending.insert(
                 id.key,
                 Pending {
                     raw_id: id.raw,
                     kind,
+                    order,
                     started,
                     record,
                     replay: None,
@@ -473,7 +483,7 @@ impl Router {
         raw_id: Option<&str>,
         refusal: &Refusal,
         kind: Kind,
-        started: Instant,
+        started: Option<Instant>,
         record: Option<Box<CallRecord>>,
         stateless: bool,
     ) {
@@ -511,7 +521,7 @@ impl Router {
         raw_id: Option<&str>,
         msg: &str,
         kind: Kind,
-        started: Instant,
+        started: Option<Instant>,
     ) {
         let refusal = check::unjudgeable(msg);
         let line = message::error_line(

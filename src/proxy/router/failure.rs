@@ -16,7 +16,7 @@ impl Router {
     /// and log each as `outcome`: the server that owed the answers is gone.
     pub(super) fn fail_pending(&mut self, outcome: Outcome, msg: &str, data: Option<Value>) {
         let mut pending: Vec<_> = self.pending.drain().collect();
-        pending.sort_by_key(|(_, p)| p.started);
+        pending.sort_by_key(|(_, p)| p.order);
         for (key, p) in pending {
             records::close(&mut self.log, p.record, p.started, outcome, None, None);
             self.reply(message::error_line(

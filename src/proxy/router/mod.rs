@@ -62,7 +62,11 @@ struct Pending {
     /// the key is the id as written, as it nearly always is).
     raw_id: Option<String>,
     kind: Kind,
-    started: Instant,
+    /// Its place among the requests forwarded: the unanswered are failed oldest first.
+    order: u64,
+    /// When it reached the proxy, for its record's latency: `None` when no record is kept
+    /// (a clock read is not free, and a call is made of few).
+    started: Option<Instant>,
     record: Option<Box<CallRecord>>,
     /// A request without side effects (a listing, a ping): its line, to send again to a
     /// server that replaces this one before it answered.
@@ -120,6 +124,8 @@ struct Router {
     /// Client requests forwarded to the server, not answered yet (at most
     /// [`super::integrity::MAX_PENDING`]). The only ids a server response may carry.
     pending: foldhash::HashMap<CompactString, Pending>,
+    /// Requests forwarded so far (see [`Pending::order`]).
+    forwarded: u64,
     /// The proxy's own requests to the server, by id key (a fetch page, a replayed
     /// initialize: at most two at a time).
     own_to_server: foldhash::HashMap<String, Own>,

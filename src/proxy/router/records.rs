@@ -89,7 +89,7 @@ pub(super) fn open(
 pub(super) fn close(
     log: &mut CallLog,
     record: Option<Box<CallRecord>>,
-    started: Instant,
+    started: Option<Instant>,
     outcome: Outcome,
     result_bytes: Option<usize>,
     jail_hint: Option<String>,
@@ -97,7 +97,7 @@ pub(super) fn close(
     let Some(mut rec) = record else {
         return;
     };
-    rec.latency = started.elapsed();
+    rec.latency = started.map(|at| at.elapsed()).unwrap_or_default();
     rec.outcome = outcome.word();
     if let Some(n) = result_bytes {
         rec.result_bytes = n;

@@ -257,7 +257,7 @@ impl Router {
                 again.push(p);
             }
         }
-        again.sort_by_key(|p| std::cmp::Reverse(p.started));
+        again.sort_by_key(|p| std::cmp::Reverse(p.order));
         for p in again {
             if let Some(line) = p.replay {
                 self.held_bytes += line.len();

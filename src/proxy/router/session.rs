@@ -288,6 +288,7 @@ where
         out,
         catalogue: Catalogue::new(),
         pending: foldhash::HashMap::default(),
+        forwarded: 0,
         own_to_server: foldhash::HashMap::default(),
         cancelled: VecDeque::new(),
         roots: Roots::default(),

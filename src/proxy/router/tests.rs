@@ -454,6 +454,40 @@ async fn a_server_that_dies_mid_call_gets_the_call_answered_and_its_status_is_ou
     assert_eq!(h.exit().await, 7);
 }
 
+/// Calls a dead server owed are failed in the order they were forwarded, though the table
+/// that holds them has no order (ids chosen so that neither their text nor their number
+/// sorts them that way).
+#[tokio::test]
+async fn calls_a_dead_server_owed_are_failed_oldest_first() {
+    let mut h = Harness::start();
+    let mut server = h.handshake(false).await;
+    server.answer_tools_list(read_file_tool()).await;
+    let ids = [
+        json!(30),
+        json!("b"),
+        json!(4),
+        json!("a"),
+        json!(100),
+        json!(2),
+    ];
+    for id in &ids {
+        let mut c = call(0, "read_file", json!({"path": h.path("a.txt")}));
+        c["id"] = id.clone();
+        h.send(c).await;
+        assert_eq!(server.recv().await["id"], *id);
+    }
+    server.exit(1);
+    let mut failed = Vec::new();
+    for _ in &ids {
+        let r = h.recv().await;
+        assert_eq!(r["error"]["code"], json!(-32603), "{r}");
+        failed.push(r["id"].clone());
+    }
+    assert_eq!(failed, ids);
+    h.close();
+    assert_eq!(h.exit().await, 1);
+}
+
 /// The proxy's own answer carries the request's id as the client wrote it, escapes and all,
 /// though the pending table keys it by its normal form (`"\u0061"` is `"a"` there).
 #[tokio::test]
