@@ -31,7 +31,13 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const PROXY: &str = env!("CARGO_BIN_EXE_mcpjail-proxy");
+/// The proxy under test: this build's, or the binary `MCPJAIL_BENCH_PROXY` names (the
+/// profile-guided build of `scripts/pgo-build.sh`), measured against the same fixtures and
+/// relay as this build's.
+static PROXY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    std::env::var("MCPJAIL_BENCH_PROXY")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_mcpjail-proxy").to_string())
+});
 const FIXTURE: &str = env!("CARGO_BIN_EXE_mcpjail-fixture-files");
 const RELAY: &str = env!("CARGO_BIN_EXE_mcpjail-fixture-relay");
 const ONE_THREAD_RELAY: &str = env!("CARGO_BIN_EXE_mcpjail-fixture-one-thread-relay");
@@ -131,9 +137,9 @@ fn echo(i: usize) -> String {
 /// proxy is told to keep that variable (the jail scrubs the rest).
 fn quiet(mut cmd: Command) -> Command {
     cmd.env("FIXTURE_QUIET_CALLS", "1");
-    if cmd.get_program() == PROXY {
+    if cmd.get_program() == PROXY.as_str() {
         let args: Vec<_> = cmd.get_args().map(|a| a.to_os_string()).collect();
-        cmd = Command::new(PROXY);
+        cmd = Command::new(PROXY.as_str());
         cmd.args(["--env-keep", "FIXTURE_QUIET_CALLS"]).args(args);
         cmd.env("FIXTURE_QUIET_CALLS", "1");
     }
@@ -176,7 +182,7 @@ fn measure(cmd: Command) -> Figures {
 }
 
 fn proxy_cmd(scope: &std::path::Path, extra: &[&str]) -> Command {
-    let mut c = Command::new(PROXY);
+    let mut c = Command::new(PROXY.as_str());
     // `--pin off`: a benchmark must not write tool pins into the user's state directory.
     c.args(extra)
         .args(["--pin", "off", "--"])
@@ -293,6 +299,7 @@ fn main() {
         println!("proxy bench: run with `cargo bench --bench proxy`");
         return;
     }
+    println!("proxy under test: {}", PROXY.as_str());
     let dir = tempfile::tempdir().unwrap();
     let scope = dir.path().canonicalize().unwrap();
     let modes = modes();
@@ -612,7 +619,7 @@ fn real_server_table() {
         c
     };
     let real_proxy = |extra: &[&str]| {
-        let mut c = Command::new(PROXY);
+        let mut c = Command::new(PROXY.as_str());
         c.args(extra)
             .args(["--pin", "off", "--", server])
             .arg(&scope);
