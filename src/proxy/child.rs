@@ -839,6 +839,15 @@ mod stderr_tests {
         );
     }
 
+    /// Close the pipe's write end: the copy task must end, without a panic.
+    async fn ends_at_eof(write: OwnedFd, task: tokio::task::JoinHandle<()>) {
+        drop(write);
+        crate::proxy::timer::timeout(Duration::from_secs(10), task)
+            .await
+            .expect("the copy ends at EOF")
+            .expect("no panic");
+    }
+
     /// Each read empties the pipe with a short read, after which the copy forgets the pipe's
     /// readiness without a further `read`: every later write must still wake it, and lines
     /// split across writes, and a last line without a newline, come out whole and in order.
@@ -852,11 +861,7 @@ mod stderr_tests {
         tail_becomes(&copy, "one\ntwo\n").await;
         nix::unistd::write(&write, b"ee\nfour\nfi").expect("write");
         tail_becomes(&copy, "one\ntwo\nthree\nfour\n").await;
-        drop(write);
-        crate::proxy::timer::timeout(Duration::from_secs(10), task)
-            .await
-            .expect("the copy ends at EOF")
-            .expect("no panic");
+        ends_at_eof(write, task).await;
         assert_eq!(copy.tail.text(), "one\ntwo\nthree\nfour\nfi");
     }
 
@@ -875,11 +880,7 @@ mod stderr_tests {
             assert!(written.elapsed() >= PARTIAL_LINE_WAIT);
             nix::unistd::write(&write, b"x\n").expect("write");
             tail_becomes(&copy, "password: x\n").await;
-            drop(write);
-            crate::proxy::timer::timeout(Duration::from_secs(10), task)
-                .await
-                .expect("the copy ends at EOF")
-                .expect("no panic");
+            ends_at_eof(write, task).await;
         });
     }
 

@@ -31,15 +31,18 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 pub struct Elapsed;
 
 /// `future`'s output, or [`Elapsed`] when `bound` passes first. `future` is polled first, so
-/// one that is ready is not lost to a bound that also passed.
+/// one that is ready is not lost to a bound that also passed; and its timer is made only when
+/// it is not ready at once (a `timerfd` is four syscalls to make, arm, register and close).
 pub async fn timeout<F: Future>(bound: Duration, future: F) -> Result<F::Output, Elapsed> {
+    let at = Instant::now() + bound;
     let mut future = pin!(future);
-    let mut sleep = sleep_until(Instant::now() + bound);
+    let mut sleep = None;
     std::future::poll_fn(|cx| {
         if let Poll::Ready(output) = future.as_mut().poll(cx) {
             return Poll::Ready(Ok(output));
         }
-        Pin::new(&mut sleep).poll(cx).map(|()| Err(Elapsed))
+        let sleep = sleep.get_or_insert_with(|| sleep_until(at));
+        Pin::new(sleep).poll(cx).map(|()| Err(Elapsed))
     })
     .await
 }
