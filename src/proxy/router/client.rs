@@ -23,6 +23,8 @@ use crate::proxy::outbox::terminated;
 
 impl Router {
     /// Keep a client frame for later, in order; a full queue refuses it (fail closed).
+    #[cold]
+    #[inline(never)]
     pub(super) fn hold(&mut self, line: Bytes) {
         if self.held.len() >= integrity::MAX_HELD
             || self.held_bytes + line.len() > integrity::MAX_HELD_BYTES
@@ -74,51 +76,17 @@ impl Router {
     }
 
     pub(super) fn on_client_frame(&mut self, frame: Frame, child: &mut ServerChild) {
-        let line = match frame {
-            Frame::TooLong { len } => {
-                tracing::warn!(len, "client message over --max-line-bytes refused");
-                self.reply(message::error_line(
-                    None,
-                    code::INVALID_REQUEST,
-                    &format!(
-                        "message of {len} bytes is over the proxy's limit of {} bytes (--max-line-bytes)",
-                        self.config.max_line_bytes
-                    ),
-                    None,
-                ));
-                return;
-            }
-            Frame::Overlong { so_far } => {
-                tracing::warn!(
-                    "the client is sending a message longer than --max-line-bytes ({} bytes; \
-                     {so_far} so far): it is dropped as it arrives and refused at its end",
-                    self.config.max_line_bytes
-                );
-                return;
-            }
-            Frame::Line(line) => line,
-            // The client reader has no streaming threshold: every client message is judged
-            // whole, so these never occur.
-            Frame::LongLine | Frame::Chunk(_) | Frame::ChunkEnd(_) => return,
+        // The common path (a line, judged at once) stays short; everything else is out of line,
+        // so the code every call runs is packed together (the per-call cost is mostly the
+        // instruction cache, see the README's twenty-sixth pass).
+        let Frame::Line(mut line) = frame else {
+            self.on_odd_client_frame(frame);
+            return;
         };
         if self.paused || !self.held.is_empty() {
-            // Keep the client's order: nothing overtakes a held request, and nothing reaches a
-            // server that is still being re-initialised after a respawn. Responses are not
-            // held (what the requests wait for may be one of them: the roots); a cancellation
-            // of a held request takes it out of the queue (the server never saw it).
-            match message::parse_envelope(Frame::content(&line)) {
-                Ok(env) if env.method.is_none() && env.id.is_some() => {}
-                Ok(env) if env.method.as_deref() == Some("notifications/cancelled") => {
-                    let key = cancelled_request(env.params);
-                    if !key.is_some_and(|key| self.drop_held_request(&key)) {
-                        self.hold(line);
-                    }
-                    return;
-                }
-                _ => {
-                    self.hold(line);
-                    return;
-                }
+            match self.hold_unless_response(line) {
+                Some(response) => line = response,
+                None => return,
             }
         }
         let content = Frame::content(&line);
@@ -128,59 +96,12 @@ impl Router {
             match message::parse_envelope_visiting(content, |key, value| plain.visit(key, value)) {
                 Ok(read) => read,
                 Err(bad) => {
-                    // Fail closed, but answer the request's own id when it can be read.
-                    self.refuse_malformed(&bad, message::recover_id(content).as_deref());
+                    self.refuse_unparsed(&bad, content);
                     return;
                 }
             };
-        let raw_id = env.id.map(|id| id.get());
         let Some(method) = env.method.as_deref() else {
-            // A response to a server→client request (roots/list, sampling, elicitation).
-            if env.id.is_none() || (env.result.is_none() && env.error.is_none()) {
-                self.refuse_malformed(
-                    &Malformed::Invalid("a message without a method must be a response".into()),
-                    raw_id,
-                );
-                return;
-            }
-            let key = env.id.map(message::id_key).unwrap_or_default();
-            let key: &str = &key;
-            if self.roots.asked.as_deref() == Some(key) {
-                // The answer to the proxy's own roots/list (which only the client was sent).
-                self.roots.asked = None;
-                let outcome = match (env.result, env.error) {
-                    (Some(r), _) => format!("\"result\":{}", r.get()),
-                    (None, Some(e)) => format!("\"error\":{}", e.get()),
-                    (None, None) => String::new(),
-                };
-                if !outcome.is_empty() {
-                    self.answer_parked_roots(&outcome, child);
-                }
-                self.on_roots_answer(env.result.map(|r| r.get()), child);
-                // The server may still ask (its question crossed ours on the way): the client
-                // answered once, that answer is its answer.
-                self.roots.answer_next_ask = self.roots.last_result.is_some();
-                return;
-            }
-            match self.server_requests.remove(key) {
-                Some(is_roots) => {
-                    child.send(terminated(line.clone()));
-                    if is_roots {
-                        self.on_roots_answer(env.result.map(|r| r.get()), child);
-                    }
-                }
-                None if self.stale_server_requests.remove(key) => {
-                    tracing::debug!("the client answered a request of a replaced server: dropped");
-                }
-                None => {
-                    let id = integrity::shown_id(raw_id.unwrap_or("null"));
-                    self.violations.report(
-                        &mut self.log,
-                        Side::Client,
-                        &format!("a response to id {id}, which no server request is waiting for: dropped"),
-                    );
-                }
-            }
+            self.on_client_response(&line, &env, child);
             return;
         };
         // The id as a table key, made once: the checks below, and the pending entry.
@@ -191,49 +112,26 @@ impl Router {
         if let Some(id) = env.id {
             // A response from the server is matched by id alone: an id that is already in
             // flight (ours or the client's), or too long to keep, cannot be told apart.
-            let refused = if let Some(key) = key.as_deref() {
-                if self.own_to_server.contains_key(key) {
-                    Some(format!(
-                        "request id {} is in use by the proxy; use another id",
-                        id.get()
-                    ))
-                } else if self.pending.contains_key(key) {
-                    Some(format!(
-                        "request id {} is still in flight; use another id",
-                        id.get()
-                    ))
-                } else {
-                    None
+            let problem = match key.as_deref() {
+                None => Some(IdProblem::TooLong),
+                Some(key) if self.own_to_server.contains_key(key) => Some(IdProblem::OwnInUse),
+                Some(key) if self.pending.contains_key(key) => Some(IdProblem::InFlight),
+                Some(_) if self.pending.len() >= integrity::MAX_PENDING => {
+                    Some(IdProblem::TooManyInFlight)
                 }
-            } else {
-                Some(format!(
-                    "a request id of {} bytes is over the proxy's limit of {} bytes",
-                    id.get().len(),
-                    integrity::MAX_ID_BYTES
-                ))
+                Some(_) => None,
             };
-            if let Some(why) = refused {
-                self.refuse_malformed(&Malformed::Invalid(why), raw_id);
-                return;
-            }
-            if self.pending.len() >= integrity::MAX_PENDING {
-                let msg = format!(
-                    "mcpjail has {} requests in flight at the server, its limit; this one was \
-                     refused: retry it once earlier ones are answered",
-                    self.pending.len()
-                );
-                tracing::warn!("{msg}");
-                self.reply(message::error_line(
-                    raw_id,
-                    code::INTERNAL_ERROR,
-                    &msg,
-                    None,
-                ));
+            if let Some(problem) = problem {
+                self.refuse_request_id(id.get(), problem);
                 return;
             }
         }
         // Past the checks above a request's id has its key: both move into its pending entry.
-        let id = raw_id.zip(key).map(|(raw, key)| RequestId::new(raw, key));
+        let id = env
+            .id
+            .map(|id| id.get())
+            .zip(key)
+            .map(|(raw, key)| RequestId::new(raw, key));
         let kind = match method {
             "initialize" => Kind::Initialize,
             "server/discover" => Kind::Discover,
@@ -247,9 +145,175 @@ impl Router {
             self.hold(line);
             return;
         }
-        let checked = matches!(kind, Kind::ToolsCall | Kind::ResourcesRead);
-        // (A checked request's `_meta` is taken from its one parse, in `on_checked_request`.)
-        if !self.saw_initialize && !checked {
+        match kind {
+            Kind::ToolsCall | Kind::ResourcesRead => {
+                // (A checked request's `_meta` is taken from its one parse, in
+                // `on_checked_request`.)
+                let plain = visited.then_some(&plain);
+                self.on_checked_request(line.clone(), &env, plain, kind, id, child);
+            }
+            _ => self.forward_unchecked(&line, &env, method, kind, id, child),
+        }
+    }
+
+    /// A client frame that is not a whole line within `--max-line-bytes`.
+    #[cold]
+    #[inline(never)]
+    fn on_odd_client_frame(&mut self, frame: Frame) {
+        match frame {
+            Frame::TooLong { len } => {
+                tracing::warn!(len, "client message over --max-line-bytes refused");
+                self.reply(message::error_line(
+                    None,
+                    code::INVALID_REQUEST,
+                    &format!(
+                        "message of {len} bytes is over the proxy's limit of {} bytes (--max-line-bytes)",
+                        self.config.max_line_bytes
+                    ),
+                    None,
+                ));
+            }
+            Frame::Overlong { so_far } => {
+                tracing::warn!(
+                    "the client is sending a message longer than --max-line-bytes ({} bytes; \
+                     {so_far} so far): it is dropped as it arrives and refused at its end",
+                    self.config.max_line_bytes
+                );
+            }
+            // The client reader has no streaming threshold: every client message is judged
+            // whole, so these never occur.
+            Frame::Line(_) | Frame::LongLine | Frame::Chunk(_) | Frame::ChunkEnd(_) => {}
+        }
+    }
+
+    /// While requests are held or the server is paused: keep the client's order. Nothing
+    /// overtakes a held request, and nothing reaches a server that is still being
+    /// re-initialised after a respawn. Responses are not held (what the requests wait for may
+    /// be one of them: the roots), and come back to be handled now; a cancellation of a held
+    /// request takes it out of the queue (the server never saw it).
+    #[cold]
+    #[inline(never)]
+    fn hold_unless_response(&mut self, line: Bytes) -> Option<Bytes> {
+        match message::parse_envelope(Frame::content(&line)) {
+            Ok(env) if env.method.is_none() && env.id.is_some() => return Some(line),
+            Ok(env) if env.method.as_deref() == Some("notifications/cancelled") => {
+                let key = cancelled_request(env.params);
+                if !key.is_some_and(|key| self.drop_held_request(&key)) {
+                    self.hold(line);
+                }
+            }
+            _ => self.hold(line),
+        }
+        None
+    }
+
+    /// Fail closed, but answer the request's own id when it can be read.
+    #[cold]
+    #[inline(never)]
+    fn refuse_unparsed(&self, bad: &Malformed, content: &[u8]) {
+        self.refuse_malformed(bad, message::recover_id(content).as_deref());
+    }
+
+    /// A request whose id cannot be kept in flight is refused, never forwarded.
+    #[cold]
+    #[inline(never)]
+    fn refuse_request_id(&self, id: &str, problem: IdProblem) {
+        let why = match problem {
+            IdProblem::OwnInUse => {
+                format!("request id {id} is in use by the proxy; use another id")
+            }
+            IdProblem::InFlight => format!("request id {id} is still in flight; use another id"),
+            IdProblem::TooLong => format!(
+                "a request id of {} bytes is over the proxy's limit of {} bytes",
+                id.len(),
+                integrity::MAX_ID_BYTES
+            ),
+            IdProblem::TooManyInFlight => {
+                let msg = format!(
+                    "mcpjail has {} requests in flight at the server, its limit; this one was \
+                     refused: retry it once earlier ones are answered",
+                    self.pending.len()
+                );
+                tracing::warn!("{msg}");
+                self.reply(message::error_line(
+                    Some(id),
+                    code::INTERNAL_ERROR,
+                    &msg,
+                    None,
+                ));
+                return;
+            }
+        };
+        self.refuse_malformed(&Malformed::Invalid(why), Some(id));
+    }
+
+    /// A response to a server→client request (roots/list, sampling, elicitation).
+    #[cold]
+    #[inline(never)]
+    fn on_client_response(&mut self, line: &Bytes, env: &Envelope<'_>, child: &mut ServerChild) {
+        let raw_id = env.id.map(|id| id.get());
+        if env.id.is_none() || (env.result.is_none() && env.error.is_none()) {
+            self.refuse_malformed(
+                &Malformed::Invalid("a message without a method must be a response".into()),
+                raw_id,
+            );
+            return;
+        }
+        let key = env.id.map(message::id_key).unwrap_or_default();
+        let key: &str = &key;
+        if self.roots.asked.as_deref() == Some(key) {
+            // The answer to the proxy's own roots/list (which only the client was sent).
+            self.roots.asked = None;
+            let outcome = match (env.result, env.error) {
+                (Some(r), _) => format!("\"result\":{}", r.get()),
+                (None, Some(e)) => format!("\"error\":{}", e.get()),
+                (None, None) => String::new(),
+            };
+            if !outcome.is_empty() {
+                self.answer_parked_roots(&outcome, child);
+            }
+            self.on_roots_answer(env.result.map(|r| r.get()), child);
+            // The server may still ask (its question crossed ours on the way): the client
+            // answered once, that answer is its answer.
+            self.roots.answer_next_ask = self.roots.last_result.is_some();
+            return;
+        }
+        match self.server_requests.remove(key) {
+            Some(is_roots) => {
+                child.send(terminated(line.clone()));
+                if is_roots {
+                    self.on_roots_answer(env.result.map(|r| r.get()), child);
+                }
+            }
+            None if self.stale_server_requests.remove(key) => {
+                tracing::debug!("the client answered a request of a replaced server: dropped");
+            }
+            None => {
+                let id = integrity::shown_id(raw_id.unwrap_or("null"));
+                self.violations.report(
+                    &mut self.log,
+                    Side::Client,
+                    &format!(
+                        "a response to id {id}, which no server request is waiting for: dropped"
+                    ),
+                );
+            }
+        }
+    }
+
+    /// A request or notification the proxy does not judge: forwarded, after noting what the
+    /// session needs from it (the client's capabilities, a change of roots, a cancellation).
+    #[inline(never)]
+    fn forward_unchecked(
+        &mut self,
+        line: &Bytes,
+        env: &Envelope<'_>,
+        method: &str,
+        kind: Kind,
+        id: Option<RequestId>,
+        child: &mut ServerChild,
+    ) {
+        if !self.saw_initialize {
             if let Some(meta) = env
                 .params
                 .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
@@ -258,48 +322,39 @@ impl Router {
                 self.client_meta = Some(meta);
             }
         }
-        match kind {
-            Kind::ToolsCall | Kind::ResourcesRead => {
-                let plain = visited.then_some(&plain);
-                self.on_checked_request(line.clone(), &env, plain, kind, id, child);
-            }
-            _ => {
-                if kind == Kind::Initialize {
-                    self.saw_initialize = true;
-                    let params: Option<Value> =
-                        env.params.and_then(|p| serde_json::from_str(p.get()).ok());
-                    self.roots.client_has_roots = params
-                        .as_ref()
-                        .and_then(|p| p.pointer("/capabilities/roots"))
-                        .is_some_and(|r| !r.is_null());
-                    self.init_params = params;
-                }
-                child.send(terminated(line.clone()));
-                if let Some(id) = id {
-                    let order = self.next_forwarded();
-                    self.pending.insert(
-                        id.key,
-                        Pending {
-                            raw_id: id.raw,
-                            kind,
-                            order,
-                            started: None,
-                            record: None,
-                            replay: is_listing(method).then(|| line.clone()),
-                        },
-                    );
-                }
-                if method == "notifications/initialized" {
-                    self.catalogue.fetch_when_client_paused();
-                }
-                if method == "notifications/roots/list_changed" {
-                    self.on_roots_changed();
-                }
-                if method == "notifications/cancelled" {
-                    if let Some(key) = cancelled_request(env.params) {
-                        self.on_client_cancelled(key);
-                    }
-                }
+        if kind == Kind::Initialize {
+            self.saw_initialize = true;
+            let params: Option<Value> = env.params.and_then(|p| serde_json::from_str(p.get()).ok());
+            self.roots.client_has_roots = params
+                .as_ref()
+                .and_then(|p| p.pointer("/capabilities/roots"))
+                .is_some_and(|r| !r.is_null());
+            self.init_params = params;
+        }
+        child.send(terminated(line.clone()));
+        if let Some(id) = id {
+            let order = self.next_forwarded();
+            self.pending.insert(
+                id.key,
+                Pending {
+                    raw_id: id.raw,
+                    kind,
+                    order,
+                    started: None,
+                    record: None,
+                    replay: is_listing(method).then(|| line.clone()),
+                },
+            );
+        }
+        if method == "notifications/initialized" {
+            self.catalogue.fetch_when_client_paused();
+        }
+        if method == "notifications/roots/list_changed" {
+            self.on_roots_changed();
+        }
+        if method == "notifications/cancelled" {
+            if let Some(key) = cancelled_request(env.params) {
+                self.on_client_cancelled(key);
             }
         }
     }
@@ -336,6 +391,8 @@ impl Router {
         self.cancelled.push_back(key);
     }
 
+    #[cold]
+    #[inline(never)]
     pub(super) fn refuse_malformed(&self, bad: &Malformed, id: Option<&str>) {
         tracing::warn!("refused a client message: {}", bad.message());
         self.reply(message::error_line(id, bad.code(), bad.message(), None));
@@ -354,23 +411,7 @@ impl Router {
         let started = self.log.enabled().then(Instant::now);
         // Fail closed: a call that could not be recorded is not made (see `audit`).
         if let Some(why) = self.log.audit_failure() {
-            tracing::error!(
-                "refused {} (id {}): {why}",
-                env.method.as_deref().unwrap_or("?"),
-                raw_id.unwrap_or("none")
-            );
-            if raw_id.is_some() {
-                self.reply(message::error_line(
-                    raw_id,
-                    code::INTERNAL_ERROR,
-                    &format!(
-                        "mcpjail refused this call because it {why}; no call goes unrecorded \
-                         (hint: free space on its file system or fix its permissions, then \
-                         restart the server)"
-                    ),
-                    None,
-                ));
-            }
+            self.refuse_unrecorded(env, raw_id, &why);
             return;
         }
         let request = match call::parse(kind, env.params.map(|p| p.get()).unwrap_or("{}"), plain) {
@@ -400,9 +441,7 @@ impl Router {
                     .catalogue
                     .call_waits(known.is_some(), self.pinning.judges_calls_after_listing())
                 {
-                    // Judge it with the schema, not guesses: wait for the tool list.
-                    self.hold(line);
-                    self.start_fetch(child);
+                    self.hold_for_tool_list(line, child);
                     return;
                 }
                 let forced = self.config.read_only_tools.iter().any(|t| t == name);
@@ -451,6 +490,37 @@ impl Router {
         }
     }
 
+    /// A call the audit log could not record is refused (see `audit`).
+    #[cold]
+    #[inline(never)]
+    fn refuse_unrecorded(&self, env: &Envelope<'_>, raw_id: Option<&str>, why: &str) {
+        tracing::error!(
+            "refused {} (id {}): {why}",
+            env.method.as_deref().unwrap_or("?"),
+            raw_id.unwrap_or("none")
+        );
+        if raw_id.is_some() {
+            self.reply(message::error_line(
+                raw_id,
+                code::INTERNAL_ERROR,
+                &format!(
+                    "mcpjail refused this call because it {why}; no call goes unrecorded \
+                     (hint: free space on its file system or fix its permissions, then \
+                     restart the server)"
+                ),
+                None,
+            ));
+        }
+    }
+
+    /// Judge a call with the schema, not guesses: it waits for the tool list.
+    #[cold]
+    #[inline(never)]
+    fn hold_for_tool_list(&mut self, line: Bytes, child: &mut ServerChild) {
+        self.hold(line);
+        self.start_fetch(child);
+    }
+
     /// Forward a judged request; one with an id waits in `pending` for its answer.
     pub(super) fn forward_request(
         &mut self,
@@ -478,6 +548,8 @@ impl Router {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     pub(super) fn answer_denial(
         &mut self,
         raw_id: Option<&str>,
@@ -516,6 +588,8 @@ impl Router {
         self.reply(line);
     }
 
+    #[cold]
+    #[inline(never)]
     pub(super) fn answer_invalid_params(
         &mut self,
         raw_id: Option<&str>,
@@ -568,6 +642,19 @@ impl Router {
             self.on_client_frame(Frame::Line(line), child);
         }
     }
+}
+
+/// Why a request's id cannot be kept in flight.
+#[derive(Clone, Copy)]
+enum IdProblem {
+    /// The proxy's own request to the server has this id.
+    OwnInUse,
+    /// A request of the client's with this id is still unanswered.
+    InFlight,
+    /// Over [`integrity::MAX_ID_BYTES`].
+    TooLong,
+    /// [`integrity::MAX_PENDING`] requests are in flight already.
+    TooManyInFlight,
 }
 
 /// A request that gives a server no state and has no side effects: a listing or a ping.

@@ -22,13 +22,121 @@ impl Router {
         self.server_spoke = true;
         // What the server wrote to stderr before this message goes out before it.
         child.sync_stderr();
-        let line = match frame {
+        let Frame::Line(line) = frame else {
+            self.on_odd_server_frame(frame, child);
+            return;
+        };
+        let env = match message::parse_envelope(Frame::content(&line)) {
+            Ok(env) => env,
+            Err(bad) => {
+                self.on_unroutable_server_line(&line, &bad);
+                return;
+            }
+        };
+        if let Some(method) = env.method.as_deref() {
+            self.on_server_message(&line, &env, method, child);
+            return;
+        }
+        let Some(id) = env.id else {
+            self.violations.report(
+                &mut self.log,
+                Side::Server,
+                "a message with neither a method nor an id: dropped",
+            );
+            return;
+        };
+        let key = message::id_key(id);
+        if let Some(own) = self.own_to_server.remove(&*key) {
+            self.on_own_answer(own, &env, child);
+            return;
+        }
+        let Some(p) = self.pending.remove(&*key) else {
+            self.on_unexpected_answer(&key, id);
+            return;
+        };
+        // A listing the client gets unchanged is written to it first (at once, see `outbox`) and
+        // learnt right after, before the next message is read: the client does not wait for
+        // the proxy to derive every schema.
+        let mut learn_after = None;
+        let mut withheld = false;
+        let mut rewritten = None;
+        if p.kind == Kind::ToolsList {
+            (rewritten, learn_after, withheld) =
+                self.on_listing_answer(&line, &env, p.raw_id.as_deref().unwrap_or(&key));
+        }
+        let mut jail_hint = None;
+        if p.kind == Kind::ToolsCall && env.result.is_some() {
+            // A result that reports a permission error on a path outside the jail gets the
+            // fix appended (see `explain_jail_refusals`); every other result passes as is.
+            if let Some((line, hint)) = self.explain_jail_refusals(&line, child) {
+                rewritten = Some(line);
+                jail_hint = Some(hint);
+            }
+        }
+        let outcome = if env.error.is_some() || withheld {
+            Outcome::Error
+        } else {
+            Outcome::Ok
+        };
+        records::close(
+            &mut self.log,
+            p.record,
+            p.started,
+            outcome,
+            Some(rewritten.as_ref().map_or(line.len(), |r| r.len())),
+            jail_hint,
+        );
+        self.out
+            .send(rewritten.unwrap_or_else(|| terminated(line.clone())));
+        if let Some(result) = learn_after {
+            let _ = self.learn_tools(result.get(), false);
+        }
+    }
+
+    /// The server's answer to a client's `tools/list`: with `--pin block` it is learnt now and
+    /// may be rewritten (a changed tool hidden) or withheld; otherwise it is learnt after the
+    /// client has it. Gives the rewritten line, the result to learn after, and whether it was
+    /// withheld.
+    #[inline(never)]
+    fn on_listing_answer<'a>(
+        &mut self,
+        line: &Bytes,
+        env: &message::Envelope<'a>,
+        answered_id: &str,
+    ) -> (Option<Bytes>, Option<message::RawJson<'a>>, bool) {
+        if !self.pinning.rewrites_listings() {
+            return (None, env.result, false);
+        }
+        let unreadable = env
+            .result
+            .and_then(|result| self.learn_tools(result.get(), false).err());
+        let withheld = unreadable.is_some();
+        let rewritten = match unreadable {
+            // --pin block fails closed: a listing that could not be compared with
+            // the pins may hold a changed tool, so the client gets an error instead.
+            Some(why) => Some(Bytes::from(message::error_line(
+                Some(answered_id),
+                code::INTERNAL_ERROR,
+                &Pinning::withheld_message(&why),
+                None,
+            ))),
+            // A changed tool must be hidden (see Pinning::hide_unapproved).
+            None => self.pinning.hide_unapproved(Frame::content(line)),
+        };
+        (rewritten, None, withheld)
+    }
+
+    /// A server frame that is not a whole line: a long answer streamed piece by piece, or a
+    /// line over `--max-line-bytes`.
+    #[cold]
+    #[inline(never)]
+    fn on_odd_server_frame(&mut self, frame: Frame, child: &mut ServerChild) {
+        match frame {
             Frame::TooLong { len } => {
                 tracing::error!(
                     len,
                     "the server sent a message over --max-line-bytes; it was dropped"
                 );
-                return;
             }
             Frame::Overlong { so_far } => {
                 tracing::error!(
@@ -39,16 +147,9 @@ impl Router {
                      server's messages really are this long)",
                     self.config.max_line_bytes
                 );
-                return;
             }
-            Frame::LongLine => {
-                self.maybe_stream(child);
-                return;
-            }
-            Frame::Chunk(piece) => {
-                self.forward_streamed(piece);
-                return;
-            }
+            Frame::LongLine => self.maybe_stream(child),
+            Frame::Chunk(piece) => self.forward_streamed(piece),
             Frame::ChunkEnd(piece) => {
                 self.forward_streamed(terminated(piece));
                 let Some(st) = self.streaming.take() else {
@@ -74,184 +175,133 @@ impl Router {
                         ));
                     }
                 }
-                return;
             }
-            Frame::Line(line) => line,
-        };
-        let env = match message::parse_envelope(Frame::content(&line)) {
-            Ok(env) => env,
-            Err(bad) => {
-                // A line the proxy cannot route could still be read by the client as an
-                // answer (two `id` keys, say): it does not pass.
-                self.violations.report(
-                    &mut self.log,
-                    Side::Server,
-                    &format!(
-                        "a line that is not a JSON-RPC message ({}): dropped",
-                        bad.message()
-                    ),
-                );
-                // Direct, the client would have got the line; here it gets an error for the
-                // request the line answers, now rather than when the server exits.
-                let pending = message::recover_answer_key(Frame::content(&line))
-                    .and_then(|key| self.pending.remove(key.as_str()).map(|p| (key, p)));
-                if let Some((key, p)) = pending {
-                    records::close(
-                        &mut self.log,
-                        p.record,
-                        p.started,
-                        Outcome::Error,
-                        None,
-                        None,
-                    );
-                    self.reply(message::error_line(
-                        Some(p.raw_id.as_deref().unwrap_or(&key)),
-                        code::INTERNAL_ERROR,
-                        &format!(
-                            "mcpjail dropped the server's answer: it is not a JSON-RPC message \
-                             the proxy can check ({})",
-                            bad.message()
-                        ),
-                        None,
-                    ));
-                }
-                return;
-            }
-        };
-        if let Some(method) = env.method.as_deref() {
-            if method == "notifications/tools/list_changed" {
-                self.out.send(terminated(line.clone()));
-                self.on_tools_changed(child);
-                return;
-            }
-            if method == "notifications/cancelled" {
-                // The server gave up on one of its requests: the client need not answer it.
-                if let Some(key) = cancelled_request(env.params) {
-                    if self.server_requests.remove(&key).is_some() {
-                        self.remember_stale(key);
-                    }
-                }
-            }
-            if let Some(id) = env.id {
-                let is_roots = method == "roots/list";
-                if is_roots && (self.answer_known_roots(id, child) || self.park_server_roots(id)) {
-                    return;
-                }
-                if !self.track_server_request(id, is_roots, child) {
-                    return;
-                }
-            }
-            self.out.send(terminated(line.clone()));
-            return;
+            // Handled by the caller.
+            Frame::Line(_) => {}
         }
-        let Some(id) = env.id else {
-            self.violations.report(
-                &mut self.log,
-                Side::Server,
-                "a message with neither a method nor an id: dropped",
-            );
-            return;
-        };
-        let key = message::id_key(id);
-        if let Some(own) = self.own_to_server.remove(&*key) {
-            match own {
-                Own::ToolsList => self.on_own_tools_page(env.result.map(|r| r.get()), child),
-                Own::ReplayInit => {
-                    if env.error.is_some() {
-                        tracing::error!("the respawned server refused the replayed initialize");
-                    }
-                    let mut note =
-                        br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_vec();
-                    note.push(b'\n');
-                    child.send(Bytes::from(note));
-                    self.paused = false;
-                    if std::mem::take(&mut self.refetch_after_replay) {
-                        self.start_fetch(child);
-                    }
-                    self.release_held(child);
-                }
-            }
-            return;
-        }
-        let Some(p) = self.pending.remove(&*key) else {
-            if let Some(i) = self.cancelled.iter().position(|k| *k == key) {
-                // Cancelled by the client: the answer is too late to matter (clients ignore
-                // it too).
-                self.cancelled.remove(i);
-                tracing::debug!("the server answered a cancelled request: dropped");
-                return;
-            }
-            // Not a request the server was sent, or one it answered already: a forged or
-            // duplicate answer (to a call the proxy denied or still holds, to the proxy's
-            // roots/list, which went to the client) never reaches the client.
-            self.violations.report(
-                &mut self.log,
-                Side::Server,
-                &format!(
-                    "a response to id {}, which is not a request the server was sent and has \
-                     not answered: dropped",
-                    integrity::shown_id(id.get())
-                ),
-            );
-            return;
-        };
-        let mut rewritten = None;
-        // A listing the client gets unchanged is written to it first (at once, see `outbox`) and
-        // learnt right after, before the next message is read: the client does not wait for
-        // the proxy to derive every schema.
-        let mut learn_after = None;
-        let mut withheld = false;
-        {
-            if p.kind == Kind::ToolsList {
-                if self.pinning.rewrites_listings() {
-                    let unreadable = env
-                        .result
-                        .and_then(|result| self.learn_tools(result.get(), false).err());
-                    withheld = unreadable.is_some();
-                    rewritten = match unreadable {
-                        // --pin block fails closed: a listing that could not be compared with
-                        // the pins may hold a changed tool, so the client gets an error instead.
-                        Some(why) => Some(Bytes::from(message::error_line(
-                            Some(p.raw_id.as_deref().unwrap_or(&key)),
-                            code::INTERNAL_ERROR,
-                            &Pinning::withheld_message(&why),
-                            None,
-                        ))),
-                        // A changed tool must be hidden (see Pinning::hide_unapproved).
-                        None => self.pinning.hide_unapproved(Frame::content(&line)),
-                    };
-                } else {
-                    learn_after = env.result;
-                }
-            }
-            let mut jail_hint = None;
-            if p.kind == Kind::ToolsCall && env.result.is_some() {
-                // A result that reports a permission error on a path outside the jail gets the
-                // fix appended (see `explain_jail_refusals`); every other result passes as is.
-                if let Some((line, hint)) = self.explain_jail_refusals(&line, child) {
-                    rewritten = Some(line);
-                    jail_hint = Some(hint);
-                }
-            }
-            let outcome = if env.error.is_some() || withheld {
-                Outcome::Error
-            } else {
-                Outcome::Ok
-            };
+    }
+
+    /// A line the proxy cannot route could still be read by the client as an answer (two `id`
+    /// keys, say): it does not pass.
+    #[cold]
+    #[inline(never)]
+    fn on_unroutable_server_line(&mut self, line: &Bytes, bad: &message::Malformed) {
+        self.violations.report(
+            &mut self.log,
+            Side::Server,
+            &format!(
+                "a line that is not a JSON-RPC message ({}): dropped",
+                bad.message()
+            ),
+        );
+        // Direct, the client would have got the line; here it gets an error for the
+        // request the line answers, now rather than when the server exits.
+        let pending = message::recover_answer_key(Frame::content(line))
+            .and_then(|key| self.pending.remove(key.as_str()).map(|p| (key, p)));
+        if let Some((key, p)) = pending {
             records::close(
                 &mut self.log,
                 p.record,
                 p.started,
-                outcome,
-                Some(rewritten.as_ref().map_or(line.len(), |r| r.len())),
-                jail_hint,
+                Outcome::Error,
+                None,
+                None,
             );
+            self.reply(message::error_line(
+                Some(p.raw_id.as_deref().unwrap_or(&key)),
+                code::INTERNAL_ERROR,
+                &format!(
+                    "mcpjail dropped the server's answer: it is not a JSON-RPC message \
+                     the proxy can check ({})",
+                    bad.message()
+                ),
+                None,
+            ));
         }
-        self.out
-            .send(rewritten.unwrap_or_else(|| terminated(line.clone())));
-        if let Some(result) = learn_after {
-            let _ = self.learn_tools(result.get(), false);
+    }
+
+    /// A request or notification from the server: passed to the client, after noting what
+    /// the session needs from it.
+    #[inline(never)]
+    fn on_server_message(
+        &mut self,
+        line: &Bytes,
+        env: &message::Envelope<'_>,
+        method: &str,
+        child: &mut ServerChild,
+    ) {
+        if method == "notifications/tools/list_changed" {
+            self.out.send(terminated(line.clone()));
+            self.on_tools_changed(child);
+            return;
         }
+        if method == "notifications/cancelled" {
+            // The server gave up on one of its requests: the client need not answer it.
+            if let Some(key) = cancelled_request(env.params) {
+                if self.server_requests.remove(&key).is_some() {
+                    self.remember_stale(key);
+                }
+            }
+        }
+        if let Some(id) = env.id {
+            let is_roots = method == "roots/list";
+            if is_roots && (self.answer_known_roots(id, child) || self.park_server_roots(id)) {
+                return;
+            }
+            if !self.track_server_request(id, is_roots, child) {
+                return;
+            }
+        }
+        self.out.send(terminated(line.clone()));
+    }
+
+    /// The server's answer to one of the proxy's own requests.
+    #[cold]
+    #[inline(never)]
+    fn on_own_answer(&mut self, own: Own, env: &message::Envelope<'_>, child: &mut ServerChild) {
+        match own {
+            Own::ToolsList => self.on_own_tools_page(env.result.map(|r| r.get()), child),
+            Own::ReplayInit => {
+                if env.error.is_some() {
+                    tracing::error!("the respawned server refused the replayed initialize");
+                }
+                let mut note =
+                    br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_vec();
+                note.push(b'\n');
+                child.send(Bytes::from(note));
+                self.paused = false;
+                if std::mem::take(&mut self.refetch_after_replay) {
+                    self.start_fetch(child);
+                }
+                self.release_held(child);
+            }
+        }
+    }
+
+    /// An answer to no request in flight: late for a cancelled one (dropped quietly), or
+    /// forged or duplicate (dropped and reported).
+    #[cold]
+    #[inline(never)]
+    fn on_unexpected_answer(&mut self, key: &str, id: message::RawJson<'_>) {
+        if let Some(i) = self.cancelled.iter().position(|k| *k == key) {
+            // Cancelled by the client: the answer is too late to matter (clients ignore
+            // it too).
+            self.cancelled.remove(i);
+            tracing::debug!("the server answered a cancelled request: dropped");
+            return;
+        }
+        // Not a request the server was sent, or one it answered already: a forged or
+        // duplicate answer (to a call the proxy denied or still holds, to the proxy's
+        // roots/list, which went to the client) never reaches the client.
+        self.violations.report(
+            &mut self.log,
+            Side::Server,
+            &format!(
+                "a response to id {}, which is not a request the server was sent and has \
+                 not answered: dropped",
+                integrity::shown_id(id.get())
+            ),
+        );
     }
 
     /// A server→client request: remember its id so only the client's answer to it goes back.

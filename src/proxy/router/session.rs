@@ -65,6 +65,32 @@ enum Turn {
     Net(Option<crate::proxy::audit::NetRecord>),
 }
 
+/// A signal the proxy received, passed on to the server: the session's new stage when it is
+/// one that ends the session (a repeat past [`SIGNALS_FORWARDED`] kills the server), `None`
+/// for one meant for the server's own use (SIGUSR1 opens Node's inspector), after which the
+/// session goes on as it would have direct.
+#[cold]
+#[inline(never)]
+fn on_signal(sig: i32, stage: Shutdown, child: &mut ServerChild) -> Option<Shutdown> {
+    if !ends_session(sig) {
+        tracing::info!(pid = child.pid, "signal {sig}: passed on to the server");
+        child.signal(sig);
+        return None;
+    }
+    let n = match stage {
+        Shutdown::Signalled(n) => n.saturating_add(1),
+        _ => 1,
+    };
+    if n > SIGNALS_FORWARDED {
+        tracing::warn!(pid = child.pid, "signal {sig} again: killing the server");
+        child.kill();
+    } else {
+        tracing::info!(pid = child.pid, "signal {sig}: passed on to the server");
+        child.signal(sig);
+    }
+    Some(Shutdown::Signalled(n))
+}
+
 /// Whether `sig` is one that asks the session to end (SIGTERM, SIGINT, SIGHUP, SIGQUIT), as
 /// opposed to one for the server's own use (SIGUSR1, SIGUSR2): only the first kind counts toward
 /// [`SIGNALS_FORWARDED`].
@@ -424,25 +450,11 @@ where
         match turn {
             Turn::Signal(None) => signals_open = false,
             Turn::Signal(Some(sig)) => {
-                if !ends_session(sig) {
-                    // A signal for the server's own use (SIGUSR1 opens Node's inspector): passed
-                    // on, and the session goes on as it would have direct.
-                    tracing::info!(pid = child.pid, "signal {sig}: passed on to the server");
-                    child.signal(sig);
+                if let Some(signalled) = on_signal(sig, stage, &mut child) {
+                    stage = signalled;
+                } else {
                     continue;
                 }
-                let n = match stage {
-                    Shutdown::Signalled(n) => n.saturating_add(1),
-                    _ => 1,
-                };
-                if n > SIGNALS_FORWARDED {
-                    tracing::warn!(pid = child.pid, "signal {sig} again: killing the server");
-                    child.kill();
-                } else {
-                    tracing::info!(pid = child.pid, "signal {sig}: passed on to the server");
-                    child.signal(sig);
-                }
-                stage = Shutdown::Signalled(n);
             }
             Turn::Client(Ok(Some(frame))) => router.on_client_frame(frame, &mut child),
             Turn::Client(Ok(None) | Err(_)) => {
