@@ -85,13 +85,17 @@ const MAX_PLAIN_MEMBERS: usize = 16;
 /// The members of a `tools/call`'s params that [`plain_tool_call`] reads, gathered one at a
 /// time: by the envelope scan as it walks the line
 /// (`envelope_scan::scan_visiting_params`), or by walking the params again.
+///
+/// Every client line starts one, so it is small: the three members it reads are their own
+/// fields (a second one of each is a key given twice), and only the rare other keys are kept in
+/// a list (a 16-key array here was 32 stores a line).
 #[derive(Debug, Default)]
 pub(crate) struct PlainParams<'a> {
-    keys: [&'a str; MAX_PLAIN_MEMBERS],
     count: usize,
     name: Option<&'a str>,
     arguments: Option<&'a str>,
     meta: Option<&'a str>,
+    others: Vec<&'a str>,
     /// Something [`plain_tool_call`] leaves to [`parse_whole`] was met.
     unusual: bool,
 }
@@ -105,17 +109,18 @@ impl<'a> PlainParams<'a> {
     }
 
     fn take(&mut self, key: &'a str, value: &'a str) -> Option<()> {
-        if self.count == MAX_PLAIN_MEMBERS || self.keys[..self.count].contains(&key) {
+        if self.count == MAX_PLAIN_MEMBERS {
             return None;
         }
-        self.keys[self.count] = key;
         self.count += 1;
         match key {
-            "name" => self.name = Some(envelope_scan::plain_string(value)?),
-            "arguments" => self.arguments = Some(value),
-            "_meta" => self.meta = Some(value),
-            _ if !plain_scalar(value) => return None,
-            _ => {}
+            "name" if self.name.is_none() => self.name = Some(envelope_scan::plain_string(value)?),
+            "arguments" if self.arguments.is_none() => self.arguments = Some(value),
+            "_meta" if self.meta.is_none() => self.meta = Some(value),
+            // Given twice.
+            "name" | "arguments" | "_meta" => return None,
+            _ if !plain_scalar(value) || self.others.contains(&key) => return None,
+            _ => self.others.push(key),
         }
         Some(())
     }
