@@ -31,9 +31,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The proxy under test: this build's, or the binary `MCPJAIL_BENCH_PROXY` names (the
-/// profile-guided build of `scripts/pgo-build.sh`), measured against the same fixtures and
-/// relay as this build's.
+/// The proxy under test: this build's, or the binary `MCPJAIL_BENCH_PROXY` names (another build
+/// to compare), measured against the same fixtures and relay as this build's.
 static PROXY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     std::env::var("MCPJAIL_BENCH_PROXY")
         .unwrap_or_else(|_| env!("CARGO_BIN_EXE_mcpjail-proxy").to_string())
@@ -43,6 +42,32 @@ const RELAY: &str = env!("CARGO_BIN_EXE_mcpjail-fixture-relay");
 const ONE_THREAD_RELAY: &str = env!("CARGO_BIN_EXE_mcpjail-fixture-one-thread-relay");
 const CALLS: usize = 10_000;
 const BIG: usize = 10 * 1024 * 1024;
+
+/// Whether the source changed since the committed profile was made (its functions that
+/// changed run without it): the commit that last changed `pgo/`, and whether `src/` differs.
+fn profile_freshness() -> String {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .ok()
+            .filter(|out| out.status.success())
+            .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let Some(made) = git(&["log", "-1", "--format=%h", "--", "pgo"]).filter(|c| !c.is_empty())
+    else {
+        return "profile: none committed (or no git history)".into();
+    };
+    match git(&["diff", "--stat", &made, "--", "src", "Cargo.lock"]) {
+        Some(diff) if diff.is_empty() => format!("profile: from {made}, source unchanged since"),
+        Some(diff) => format!(
+            "profile: from {made}; since then {} (changed functions run without it)",
+            diff.lines().last().unwrap_or("the source changed")
+        ),
+        None => format!("profile: from {made}"),
+    }
+}
 
 struct Session {
     child: Child,
@@ -299,7 +324,15 @@ fn main() {
         println!("proxy bench: run with `cargo bench --bench proxy`");
         return;
     }
-    println!("proxy under test: {}", PROXY.as_str());
+    // Whether the proxy was laid out by the committed profile (`scripts/rustc-pgo`): the
+    // one-CPU figures depend on it.
+    let version = Command::new(PROXY.as_str())
+        .arg("--version")
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string())
+        .unwrap_or_else(|e| format!("(--version failed: {e})"));
+    println!("proxy under test: {} ({version})", PROXY.as_str());
+    println!("{}", profile_freshness());
     let dir = tempfile::tempdir().unwrap();
     let scope = dir.path().canonicalize().unwrap();
     let modes = modes();

@@ -59,10 +59,19 @@ impl ColorChoice {
     }
 }
 
+/// The version `--version` prints, and whether this build was laid out by the committed profile
+/// (`scripts/rustc-pgo` sets `mcpjail_pgo` when it applies it): the one-CPU per-call cost
+/// depends on it.
+pub const BUILD_VERSION: &str = if cfg!(mcpjail_pgo) {
+    concat!(env!("CARGO_PKG_VERSION"), " (profile-guided)")
+} else {
+    concat!(env!("CARGO_PKG_VERSION"), " (not profile-guided)")
+};
+
 #[derive(Debug, Parser)]
 #[command(
     name = "mcpjail",
-    version,
+    version = BUILD_VERSION,
     about = "Confine local MCP servers to the files their tools declare"
 )]
 pub struct Cli {
@@ -108,7 +117,7 @@ pub enum Command {
 #[derive(Debug, Parser)]
 #[command(
     name = "mcpjail-proxy",
-    version,
+    version = BUILD_VERSION,
     about = "Run an MCP server behind the checking, jailing proxy"
 )]
 pub struct ProxyCli {
