@@ -31,8 +31,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The proxy under test: this build's, or the binary `MCPJAIL_BENCH_PROXY` names (another build
-/// to compare), measured against the same fixtures and relay as this build's.
+/// The proxy under test: the binary `MCPJAIL_BENCH_PROXY` names (`scripts/bench.sh` sets it to
+/// the release build's proxy, the one users get), or this bench's own build (whose features
+/// include the dev-dependencies'), measured against this build's fixtures and relays.
 static PROXY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     std::env::var("MCPJAIL_BENCH_PROXY")
         .unwrap_or_else(|_| env!("CARGO_BIN_EXE_mcpjail-proxy").to_string())
@@ -332,6 +333,12 @@ fn main() {
         .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string())
         .unwrap_or_else(|e| format!("(--version failed: {e})"));
     println!("proxy under test: {} ({version})", PROXY.as_str());
+    if std::env::var_os("MCPJAIL_BENCH_PROXY").is_none() {
+        println!(
+            "  (this bench's own build, with the dev-dependencies' features: not the binary \
+             `cargo build --release` makes; scripts/bench.sh measures that one)"
+        );
+    }
     println!("{}", profile_freshness());
     let dir = tempfile::tempdir().unwrap();
     let scope = dir.path().canonicalize().unwrap();
