@@ -333,18 +333,8 @@ impl Router {
         }
         child.send(terminated(line.clone()));
         if let Some(id) = id {
-            let order = self.next_forwarded();
-            self.pending.insert(
-                id.key,
-                Pending {
-                    raw_id: id.raw,
-                    kind,
-                    order,
-                    started: None,
-                    record: None,
-                    replay: is_listing(method).then(|| line.clone()),
-                },
-            );
+            let replay = is_listing(method).then(|| line.clone());
+            self.await_answer(id, kind, None, None, replay);
         }
         if method == "notifications/initialized" {
             self.catalogue.fetch_when_client_paused();
@@ -533,19 +523,32 @@ impl Router {
     ) {
         child.send(terminated(line));
         if let Some(id) = id {
-            let order = self.next_forwarded();
-            self.pending.insert(
-                id.key,
-                Pending {
-                    raw_id: id.raw,
-                    kind,
-                    order,
-                    started,
-                    record,
-                    replay: None,
-                },
-            );
+            self.await_answer(id, kind, started, record, None);
         }
+    }
+
+    /// A request just forwarded waits in `pending` for its answer, in its place among all
+    /// forwarded (see `Pending::order`).
+    fn await_answer(
+        &mut self,
+        id: RequestId,
+        kind: Kind,
+        started: Option<Instant>,
+        record: Option<Box<CallRecord>>,
+        replay: Option<Bytes>,
+    ) {
+        let order = self.next_forwarded();
+        self.pending.insert(
+            id.key,
+            Pending {
+                raw_id: id.raw,
+                kind,
+                order,
+                started,
+                record,
+                replay,
+            },
+        );
     }
 
     #[cold]
