@@ -17,7 +17,7 @@
 # The training runs the proxy jailed, unjailed and with --log (so the log's path is not judged
 # cold) against the quiet files fixture, with the fixture caller: the same kind of traffic as
 # the bench. Only functions that ran at least 1 000 times are kept (the per-call path; start-up
-# runs once and is left to the compiler's static guesses): 0.6 MB instead of 4.4.
+# runs once and is left to the compiler's static guesses): ~0.2 MB instead of 4.4.
 #
 # Needs rustup's llvm-tools (`rustup component add llvm-tools`) for llvm-profdata of the same
 # LLVM as rustc. The instrumented build and the raw profiles go under target/pgo/.
