@@ -180,8 +180,8 @@ impl Router {
                     self.config.max_line_bytes
                 );
             }
-            // The client reader has no streaming threshold: every client message is judged
-            // whole, so these never occur.
+            // A line is the caller's. The client reader has no streaming threshold: every
+            // client message is judged whole, so the pieces of a long one never occur.
             Frame::Line(_) | Frame::LongLine | Frame::Chunk(_) | Frame::ChunkEnd(_) => {}
         }
     }
